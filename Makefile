@@ -1,0 +1,32 @@
+# perflab: every command an operator needs. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+VENV_STAMP := $(VENV)/.installed
+BIN := $(CURDIR)/$(VENV)/bin
+INVENTORY ?= inventory/local
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(VENV_STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt -e .
+	touch $@
+
+.PHONY: venv
+venv: $(VENV_STAMP) ## Create the controller virtualenv (.venv) from requirements.txt
+
+.PHONY: lint
+lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check of every playbook
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint --profile production
+	@for p in playbooks/*.yml; do \
+	  $(BIN)/ansible-playbook -i $(INVENTORY) --syntax-check $$p >/dev/null || exit 1; \
+	done; echo "syntax-check: every playbook passes"

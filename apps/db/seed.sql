@@ -1,0 +1,43 @@
+-- perflab seed: restores the deterministic seed state. Run after schema.sql, before every
+-- benchmark run, so that each run starts from the same data (report 4 resets between runs).
+-- Works on MariaDB 10.11 and MySQL 8: rows come from a cross join of digits, so neither engine's
+-- recursion limit (cte_max_recursion_depth / max_recursive_iterations) nor a sequence engine is needed.
+--
+-- Seeded keys, which the load scenarios rely on:
+--   zipcode: 40,000 rows, zip '10000'..'49999' (5 digits); city 'City-0000'..'City-1999',
+--            20 zip codes per city. Writes use fresh ZIP+4 keys ('NNNNN-NNNN'), never seeded.
+--   book:    100 rows, id 1..100.     app_user: 1,000 rows, id 1..1000.     book_order: empty.
+SET FOREIGN_KEY_CHECKS = 0;
+TRUNCATE TABLE book_order;
+TRUNCATE TABLE book;
+TRUNCATE TABLE app_user;
+TRUNCATE TABLE zipcode;
+SET FOREIGN_KEY_CHECKS = 1;
+
+INSERT INTO zipcode (zip, city, county, state, timezone, type)
+WITH d (v) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9),
+     n (i) AS (SELECT a.v + 10 * b.v + 100 * c.v + 1000 * e.v + 10000 * f.v FROM d a, d b, d c, d e, d f)
+SELECT CAST(10000 + i AS CHAR),
+       CONCAT('City-', LPAD(i MOD 2000, 4, '0')),
+       CONCAT('County-', LPAD(i MOD 300, 3, '0')),
+       ELT(1 + (i MOD 10), 'AL', 'CA', 'FL', 'GA', 'IL', 'MA', 'NY', 'OH', 'TX', 'WA'),
+       ELT(1 + (i MOD 4), 'America/New_York', 'America/Chicago', 'America/Denver', 'America/Los_Angeles'),
+       ELT(1 + (i MOD 3), 'STANDARD', 'PO BOX', 'UNIQUE')
+FROM n WHERE i < 40000;
+
+INSERT INTO book (id, title, author)
+WITH d (v) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9),
+     n (i) AS (SELECT a.v + 10 * b.v + 100 * c.v + 1000 * e.v + 10000 * f.v FROM d a, d b, d c, d e, d f)
+SELECT i, CONCAT('Book ', LPAD(i, 3, '0')), CONCAT('Author ', LPAD(i MOD 37, 2, '0')) FROM n WHERE i BETWEEN 1 AND 100;
+
+INSERT INTO app_user (id, name)
+WITH d (v) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9),
+     n (i) AS (SELECT a.v + 10 * b.v + 100 * c.v + 1000 * e.v + 10000 * f.v FROM d a, d b, d c, d e, d f)
+SELECT i, CONCAT('user-', LPAD(i, 4, '0')) FROM n WHERE i BETWEEN 1 AND 1000;
+
+ALTER TABLE book AUTO_INCREMENT = 101;
+ALTER TABLE app_user AUTO_INCREMENT = 1001;
+ALTER TABLE book_order AUTO_INCREMENT = 1;

@@ -1,0 +1,1 @@
+"""perflab: judge Java framework benchmark runs."""
