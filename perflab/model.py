@@ -1,0 +1,260 @@
+"""The result of one benchmark run, as every part of perflab reads and writes it.
+
+A RunResult holds what the load generator measured (rates, latency distributions, errors by
+kind) and what the run knew about itself (target rate, start and end, the scenario as run, the
+app and JVM settings, host facts, versions). It is stored as JSON next to the raw tool output;
+SCHEMA_VERSION changes whenever a stored file could no longer be read the same way.
+
+(De)serialisation is driven by the dataclass type hints, so adding a field needs no extra code,
+and loading rejects unknown fields, missing fields and wrong types with a message that names the
+field: a results file that does not match the schema is an error, never a half-filled object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union
+
+SCHEMA_VERSION = 1
+
+JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
+
+
+class SchemaError(ValueError):
+    """A JSON document does not match the perflab schema."""
+
+
+def percentile_key(percentile: float) -> str:
+    """The one spelling of a percentile as a mapping key: 50.0 -> "50", 99.9 -> "99.9"."""
+    if not 0.0 <= percentile <= 100.0:
+        raise ValueError(f"percentile {percentile} is outside 0..100")
+    return f"{percentile:.6f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class SpectrumPoint:
+    """One row of an HdrHistogram percentile spectrum."""
+
+    value_ms: float
+    percentile: float  # fraction, 0.0 .. 1.0, as HdrHistogram prints it
+    total_count: int
+
+
+@dataclass(frozen=True)
+class LatencyDistribution:
+    """Latency of the measured requests, in milliseconds.
+
+    percentiles_ms maps percentile_key(p) to the latency at p percent. spectrum is the full
+    HdrHistogram spectrum where the tool prints one (wrk2), empty otherwise (k6).
+    total_count is how many requests the distribution holds; for wrk2 that is fewer than the
+    requests made, because wrk2 records nothing during its calibration period.
+    """
+
+    percentiles_ms: dict[str, float]
+    mean_ms: float
+    max_ms: float
+    stdev_ms: float | None = None
+    min_ms: float | None = None
+    total_count: int | None = None
+    spectrum: tuple[SpectrumPoint, ...] = ()
+
+    def at(self, percentile: float) -> float:
+        """Latency at `percentile` percent; KeyError when the tool did not report it."""
+        return self.percentiles_ms[percentile_key(percentile)]
+
+
+@dataclass(frozen=True)
+class ErrorCounts:
+    """Failed requests by kind. Every kind makes a run invalid (report 1, step 1)."""
+
+    http_status: int = 0  # responses with status >= 400 (wrk2: "Non-2xx or 3xx responses")
+    connect: int = 0  # wrk2 socket errors
+    read: int = 0
+    write: int = 0
+    timeout: int = 0
+    failed_requests: int = 0  # k6 http_req_failed: status >= 400 or no response at all
+    failed_checks: int = 0  # k6 checks that did not pass (a wrong answer, even with 2xx)
+
+    def by_kind(self) -> dict[str, int]:
+        """The kinds that occurred, with their counts."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name)}
+
+    def total(self) -> int:
+        return sum(self.by_kind().values())
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    """The scenario as it was run (after the operator's overrides)."""
+
+    name: str
+    rate: float  # requests per second asked of the load generator
+    duration_s: float  # measured phase
+    warmup_s: float  # warm-up the scenario asks for, excluded from the measurement
+    connections: int | None = None
+    threads: int | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """The app under test as deployed."""
+
+    name: str
+    profile: str | None = None
+    jvm_options: tuple[str, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)  # PERFLAB_* variables, no secrets
+    cpus: str | None = None  # CPU affinity, e.g. "0-3"
+    memory_limit: str | None = None
+    start_to_first_request_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    tier: str
+    host: str  # inventory hostname
+    machine: str | None = None  # the physical machine (kernel) the host runs on
+    cpus: int | None = None
+    memory_mb: int | None = None
+    os: str | None = None
+    kernel: str | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    tool: str  # "wrk2" or "k6"
+    target_rate: float  # requests per second asked
+    achieved_rate: float  # requests per second completed, as the tool reports it
+    requests: int
+    duration_s: float
+    latency_corrected: LatencyDistribution  # measured from each request's intended send time
+    errors: ErrorCounts
+    latency_uncorrected: LatencyDistribution | None = None  # wrk2 -U only
+    threads: int | None = None
+    connections: int | None = None
+    bytes_read: int | None = None
+    dropped_iterations: int | None = None  # k6: iterations the executor could not start
+    started_at: str | None = None  # ISO 8601, UTC
+    ended_at: str | None = None
+    scenario: ScenarioRun | None = None
+    app: AppSettings | None = None
+    hosts: tuple[HostFacts, ...] = ()
+    versions: dict[str, str] = field(default_factory=dict)
+    raw_output: str | None = None  # file name of the tool's raw output, beside the JSON
+    incomplete_reason: str | None = None  # set when the run was interrupted
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return dumps(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunResult:
+        return loads(cls, text)
+
+
+T = TypeVar("T")
+
+
+def to_jsonable(value: object) -> JsonValue:
+    """A dataclass tree as plain JSON values; floats must be finite."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} cannot be stored as JSON")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot store {type(value).__name__} as JSON")
+
+
+def dumps(value: object) -> str:
+    return json.dumps(to_jsonable(value), indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
+def loads(cls: type[T], text: str) -> T:
+    """Parse JSON `text` into dataclass `cls`, checking the schema version first."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SchemaError(f"expected a JSON object, found {type(data).__name__}")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SchemaError(f"schema_version is {version!r}; this perflab reads {SCHEMA_VERSION}")
+    return from_jsonable(cls, data, cls.__name__)
+
+
+def from_jsonable(hint: Any, data: Any, where: str) -> Any:
+    """Build a value of type `hint` from plain JSON `data`; `where` names it in errors."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if data is None:
+            if type(None) in options:
+                return None
+            raise SchemaError(f"{where}: must not be null")
+        non_null = [o for o in options if o is not type(None)]
+        if len(non_null) != 1:
+            raise TypeError(f"{where}: unions other than X | None are not supported")
+        return from_jsonable(non_null[0], data, where)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if not isinstance(data, dict):
+            raise SchemaError(f"{where}: expected an object, found {_json_type(data)}")
+        hints = typing.get_type_hints(hint)
+        fields = {f.name: f for f in dataclasses.fields(hint)}
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise SchemaError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        kwargs: dict[str, Any] = {}
+        for name, spec in fields.items():
+            if name in data:
+                kwargs[name] = from_jsonable(hints[name], data[name], f"{where}.{name}")
+            elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                raise SchemaError(f"{where}: missing field {name}")
+        return hint(**kwargs)
+    if origin in (list, tuple):
+        if not isinstance(data, list):
+            raise SchemaError(f"{where}: expected a list, found {_json_type(data)}")
+        args = typing.get_args(hint)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_jsonable(args[0], item, f"{where}[{i}]") for i, item in enumerate(data))
+        if origin is tuple:
+            if len(data) != len(args):
+                raise SchemaError(f"{where}: expected {len(args)} items, found {len(data)}")
+            return tuple(from_jsonable(a, item, f"{where}[{i}]") for i, (a, item) in enumerate(zip(args, data)))
+        return [from_jsonable(args[0], item, f"{where}[{i}]") for i, item in enumerate(data)]
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise SchemaError(f"{where}: expected an object, found {_json_type(data)}")
+        value_hint = typing.get_args(hint)[1]
+        return {k: from_jsonable(value_hint, v, f"{where}.{k}") for k, v in data.items()}
+    if hint is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise SchemaError(f"{where}: expected a number, found {_json_type(data)}")
+        return float(data)
+    if hint is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise SchemaError(f"{where}: expected an integer, found {_json_type(data)}")
+        return data
+    if hint in (str, bool):
+        if not isinstance(data, hint):
+            raise SchemaError(f"{where}: expected {hint.__name__}, found {_json_type(data)}")
+        return data
+    raise TypeError(f"{where}: unsupported type {hint!r}")
+
+
+def _json_type(data: object) -> str:
+    if data is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object"}.get(
+        type(data), type(data).__name__
+    )

@@ -1,0 +1,309 @@
+"""Parse the text wrk2 prints (run with --latency, optionally -U).
+
+wrk2 prints its numbers with units chosen per value ("401.82us", "9.32s", "1.05k",
+"543.16KB"); to_ms, to_count and to_bytes below are the only places that turn those into
+milliseconds, plain counts and bytes. The parser is a pure function of the text; it raises
+ParseError, naming what is missing, on output that is truncated, corrupt or not from wrk2.
+
+Traps the fixtures (../shared/fixtures/wrk2) hold, and how the parser meets them:
+- The histogram holds fewer requests than were made: wrk2 records nothing during its
+  calibration period. Both counts are kept (requests vs. recorded.total_count).
+- `Req/Sec -nan`: wrk2 prints it when a thread's rate sampling interval exceeds the run;
+  those statistics become None, never a number.
+- With -U a second spectrum ("Uncorrected Latency") follows the recorded (corrected) one.
+- Errors are printed only when they occurred: "Socket errors: ..." and "Non-2xx or 3xx
+  responses: N" (wrk counts statuses >= 400 there).
+
+The target rate is not in wrk2's output; to_run_result takes it from the caller.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from perflab.model import ErrorCounts, LatencyDistribution, RunResult, SpectrumPoint, percentile_key
+
+
+class ParseError(ValueError):
+    """The text is not complete wrk2 --latency output."""
+
+
+# wrk formats durations with these units (stats.c format_time_us), counts with SI suffixes
+# (format_metric) and sizes with binary ones (format_binary).
+_MS_PER_UNIT = {"us": 0.001, "ms": 1.0, "s": 1_000.0, "m": 60_000.0, "h": 3_600_000.0}
+_COUNT_MULTIPLIER = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BYTES_PER_UNIT = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
+
+_NUMBER = r"[0-9]+(?:\.[0-9]+)?"
+
+
+def to_ms(text: str) -> float:
+    """"401.82us" -> 0.40182, "9.32s" -> 9320.0: a wrk duration in milliseconds."""
+    match = re.fullmatch(rf"({_NUMBER})(us|ms|s|m|h)", text.strip())
+    if not match:
+        raise ParseError(f"not a wrk duration: {text!r}")
+    return _round(float(match.group(1)) * _MS_PER_UNIT[match.group(2)])
+
+
+def to_count(text: str) -> float | None:
+    """"1.05k" -> 1050.0, "535.10" -> 535.1; "-nan"/"nan" -> None (no samples)."""
+    if text.strip() in ("nan", "-nan"):
+        return None
+    match = re.fullmatch(rf"({_NUMBER})([kMGTP]?)", text.strip())
+    if not match:
+        raise ParseError(f"not a wrk count: {text!r}")
+    return _round(float(match.group(1)) * _COUNT_MULTIPLIER[match.group(2)])
+
+
+def to_bytes(text: str) -> int:
+    """"543.16KB" -> 556196: a wrk size in bytes, as precise as wrk printed it."""
+    match = re.fullmatch(rf"({_NUMBER})(B|KB|MB|GB|TB|PB)", text.strip())
+    if not match:
+        raise ParseError(f"not a wrk size: {text!r}")
+    return round(float(match.group(1)) * _BYTES_PER_UNIT[match.group(2)])
+
+
+def _round(value: float) -> float:
+    """Drop the float noise of a unit conversion (0.40182000000000004 -> 0.40182)."""
+    return round(value, 9)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    mean_latency_ms: float
+    rate_sampling_interval_ms: float
+
+
+@dataclass(frozen=True)
+class ThreadStats:
+    """The "Thread Stats" table; Req/Sec values are None where wrk2 printed -nan."""
+
+    latency_mean_ms: float
+    latency_stdev_ms: float
+    latency_max_ms: float
+    latency_within_stdev_pct: float
+    req_per_sec_mean: float | None
+    req_per_sec_stdev: float | None
+    req_per_sec_max: float | None
+    req_per_sec_within_stdev_pct: float | None
+
+
+@dataclass(frozen=True)
+class SocketErrors:
+    connect: int = 0
+    read: int = 0
+    write: int = 0
+    timeout: int = 0
+
+
+@dataclass(frozen=True)
+class Wrk2Output:
+    url: str
+    threads: int
+    connections: int
+    calibrations: tuple[Calibration, ...]
+    thread_stats: ThreadStats
+    recorded: LatencyDistribution  # corrected for coordinated omission
+    uncorrected: LatencyDistribution | None  # only with -U
+    requests: int
+    duration_s: float
+    bytes_read: int
+    requests_per_sec: float
+    transfer_per_sec_bytes: int
+    non_2xx_3xx: int
+    socket_errors: SocketErrors
+
+
+_HEADER = re.compile(r"Running (\S+) test @ (\S+)")
+_THREADS = re.compile(r"(\d+) threads and (\d+) connections")
+_CALIBRATION = re.compile(r"Thread calibration: mean lat\.: (\S+), rate sampling interval: (\S+)")
+_LATENCY_STATS = re.compile(r"Latency\s+(\S+)\s+(\S+)\s+(\S+)\s+(" + _NUMBER + r")%")
+_REQ_STATS = re.compile(r"Req/Sec\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)%")
+_DISTRIBUTION = re.compile(r"Latency Distribution \(HdrHistogram - (Recorded|Uncorrected) Latency")
+_SUMMARY_ROW = re.compile(rf"({_NUMBER})%\s+(\S+)")
+_SPECTRUM_ROW = re.compile(rf"({_NUMBER})\s+({_NUMBER})\s+(\d+)\s+(?:{_NUMBER}|inf)")
+_MEAN_FOOTER = re.compile(rf"#\[Mean\s+=\s+({_NUMBER}), StdDeviation\s+=\s+({_NUMBER})\]")
+_MAX_FOOTER = re.compile(rf"#\[Max\s+=\s+({_NUMBER}), Total count\s+=\s+(\d+)\]")
+_REQUESTS = re.compile(r"(\d+) requests in (\S+), (\S+) read")
+_SOCKET_ERRORS = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_REQUESTS_PER_SEC = re.compile(rf"Requests/sec:\s+({_NUMBER})")
+_TRANSFER_PER_SEC = re.compile(r"Transfer/sec:\s+(\S+)")
+
+
+def parse(text: str) -> Wrk2Output:
+    """Parse the complete output of one wrk2 run."""
+    lines = [line.strip() for line in text.splitlines()]
+    first_line = next((line for line in lines if line), None)
+    if first_line is None:
+        raise ParseError("the output is empty")
+    if not _find_all(lines, _HEADER):
+        raise ParseError(f"missing the 'Running ... test @ URL' header; the output begins with {first_line[:80]!r}")
+    header = _find_one(lines, _HEADER, "the 'Running ... test @ URL' header")
+    threads = _find_one(lines, _THREADS, "the 'N threads and M connections' line")
+    latency_stats = _find_one(lines, _LATENCY_STATS, "the Thread Stats 'Latency' row")
+    req_stats = _find_one(lines, _REQ_STATS, "the Thread Stats 'Req/Sec' row")
+    calibrations = tuple(
+        Calibration(to_ms(m.group(1)), to_ms(m.group(2))) for m in _find_all(lines, _CALIBRATION)
+    )
+    if not calibrations:
+        raise ParseError("missing the 'Thread calibration' lines: this is not wrk2 output (plain wrk has none)")
+
+    distributions = _parse_distributions(lines)
+    if "Recorded" not in distributions:
+        raise ParseError(
+            "missing the 'Latency Distribution (HdrHistogram - Recorded Latency)' block: run wrk2 with --latency"
+        )
+
+    requests = _find_one(lines, _REQUESTS, "the 'N requests in T, S read' line: the output is truncated")
+    requests_per_sec = _find_one(lines, _REQUESTS_PER_SEC, "the 'Requests/sec:' line: the output is truncated")
+    transfer_per_sec = _find_one(lines, _TRANSFER_PER_SEC, "the 'Transfer/sec:' line: the output is truncated")
+    socket_errors = _find_optional(lines, _SOCKET_ERRORS)
+    non_2xx = _find_optional(lines, _NON_2XX)
+
+    return Wrk2Output(
+        url=header.group(2),
+        threads=int(threads.group(1)),
+        connections=int(threads.group(2)),
+        calibrations=calibrations,
+        thread_stats=ThreadStats(
+            latency_mean_ms=to_ms(latency_stats.group(1)),
+            latency_stdev_ms=to_ms(latency_stats.group(2)),
+            latency_max_ms=to_ms(latency_stats.group(3)),
+            latency_within_stdev_pct=float(latency_stats.group(4)),
+            req_per_sec_mean=to_count(req_stats.group(1)),
+            req_per_sec_stdev=to_count(req_stats.group(2)),
+            req_per_sec_max=to_count(req_stats.group(3)),
+            req_per_sec_within_stdev_pct=to_count(req_stats.group(4)),
+        ),
+        recorded=distributions["Recorded"],
+        uncorrected=distributions.get("Uncorrected"),
+        requests=int(requests.group(1)),
+        duration_s=to_ms(requests.group(2)) / 1000.0,
+        bytes_read=to_bytes(requests.group(3)),
+        requests_per_sec=float(requests_per_sec.group(1)),
+        transfer_per_sec_bytes=to_bytes(transfer_per_sec.group(1)),
+        non_2xx_3xx=int(non_2xx.group(1)) if non_2xx else 0,
+        socket_errors=(
+            SocketErrors(*(int(g) for g in socket_errors.groups())) if socket_errors else SocketErrors()
+        ),
+    )
+
+
+def to_run_result(output: Wrk2Output, target_rate: float) -> RunResult:
+    """The tool-independent result; the run adds its context (times, scenario, app, hosts)."""
+    if not (math.isfinite(target_rate) and target_rate > 0):
+        raise ValueError(f"target rate must be a positive number of requests per second, not {target_rate}")
+    return RunResult(
+        tool="wrk2",
+        target_rate=target_rate,
+        achieved_rate=output.requests_per_sec,
+        requests=output.requests,
+        duration_s=output.duration_s,
+        latency_corrected=output.recorded,
+        latency_uncorrected=output.uncorrected,
+        errors=ErrorCounts(
+            http_status=output.non_2xx_3xx,
+            connect=output.socket_errors.connect,
+            read=output.socket_errors.read,
+            write=output.socket_errors.write,
+            timeout=output.socket_errors.timeout,
+        ),
+        threads=output.threads,
+        connections=output.connections,
+        bytes_read=output.bytes_read,
+    )
+
+
+def _parse_distributions(lines: list[str]) -> dict[str, LatencyDistribution]:
+    """Every 'Latency Distribution (HdrHistogram - X Latency ...)' block, by X."""
+    distributions: dict[str, LatencyDistribution] = {}
+    for index, line in enumerate(lines):
+        match = _DISTRIBUTION.match(line)
+        if not match:
+            continue
+        kind = match.group(1)
+        if kind in distributions:
+            raise ParseError(f"two '{kind} Latency' distributions in one output")
+        distributions[kind] = _parse_distribution(lines, index + 1, kind)
+    return distributions
+
+
+def _parse_distribution(lines: list[str], start: int, kind: str) -> LatencyDistribution:
+    """One block: summary percentiles, 'Detailed Percentile spectrum', #[Mean..] #[Max..] footer."""
+    where = f"the {kind} Latency distribution"
+    percentiles: dict[str, float] = {}
+    index = start
+    while index < len(lines) and (row := _SUMMARY_ROW.fullmatch(lines[index])):
+        percentiles[percentile_key(float(row.group(1)))] = to_ms(row.group(2))
+        index += 1
+    if not percentiles:
+        raise ParseError(f"{where} has no summary percentiles")
+    index = _skip_to(lines, index, "Detailed Percentile spectrum:", where)
+    index = _skip_to(lines, index, "Value Percentile TotalCount 1/(1-Percentile)", where)
+
+    spectrum: list[SpectrumPoint] = []
+    while index < len(lines) and not lines[index].startswith("#[Mean"):
+        line = lines[index]
+        index += 1
+        if not line:
+            continue
+        row = _SPECTRUM_ROW.fullmatch(line)
+        if not row:
+            raise ParseError(f"{where}: unexpected line in the spectrum: {line!r}")
+        spectrum.append(SpectrumPoint(float(row.group(1)), float(row.group(2)), int(row.group(3))))
+    if index >= len(lines):
+        raise ParseError(f"{where} ends before its '#[Mean = ...]' footer: the output is truncated")
+    mean = _MEAN_FOOTER.fullmatch(lines[index])
+    maximum = _MAX_FOOTER.fullmatch(lines[index + 1]) if index + 1 < len(lines) else None
+    if not mean or not maximum:
+        raise ParseError(f"{where}: the '#[Mean ...]' and '#[Max ...]' footer is incomplete")
+    total_count = int(maximum.group(2))
+    if not spectrum:
+        raise ParseError(f"{where}: the percentile spectrum is empty")
+    if spectrum[-1].total_count != total_count or spectrum[-1].percentile != 1.0:
+        raise ParseError(
+            f"{where}: the spectrum ends at percentile {spectrum[-1].percentile} with count "
+            f"{spectrum[-1].total_count}, but the footer says Total count = {total_count}"
+        )
+    return LatencyDistribution(
+        percentiles_ms=percentiles,
+        mean_ms=float(mean.group(1)),
+        stdev_ms=float(mean.group(2)),
+        max_ms=float(maximum.group(1)),
+        min_ms=spectrum[0].value_ms,
+        total_count=total_count,
+        spectrum=tuple(spectrum),
+    )
+
+
+def _skip_to(lines: list[str], index: int, wanted: str, where: str) -> int:
+    """Index just after the line `wanted` (spacing aside), allowing only blank lines before it."""
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if " ".join(line.split()) == wanted:
+            return index
+        if line:
+            raise ParseError(f"{where}: expected {wanted!r}, found {line!r}")
+    raise ParseError(f"{where} ends before {wanted!r}: the output is truncated")
+
+
+def _find_all(lines: list[str], pattern: re.Pattern[str]) -> list[re.Match[str]]:
+    return [m for line in lines if (m := pattern.fullmatch(line))]
+
+
+def _find_optional(lines: list[str], pattern: re.Pattern[str]) -> re.Match[str] | None:
+    matches = _find_all(lines, pattern)
+    if len(matches) > 1:
+        raise ParseError(f"{pattern.pattern!r} occurs {len(matches)} times: more than one run in one file?")
+    return matches[0] if matches else None
+
+
+def _find_one(lines: list[str], pattern: re.Pattern[str], what: str) -> re.Match[str]:
+    match = _find_optional(lines, pattern)
+    if match is None:
+        raise ParseError(f"missing {what}")
+    return match
