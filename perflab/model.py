@@ -25,6 +25,10 @@ SCHEMA_VERSION = 1
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
 
+class ParseError(ValueError):
+    """A load generator's output cannot be parsed: truncated, corrupt or not from that tool."""
+
+
 class SchemaError(ValueError):
     """A JSON document does not match the perflab schema."""
 

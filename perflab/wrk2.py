@@ -24,10 +24,7 @@ import re
 from dataclasses import dataclass
 
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult, SpectrumPoint, percentile_key
-
-
-class ParseError(ValueError):
-    """The text is not complete wrk2 --latency output."""
+from perflab.model import ParseError as ParseError  # re-exported: callers catch wrk2.ParseError
 
 
 # wrk formats durations with these units (stats.c format_time_us), counts with SI suffixes
