@@ -1,0 +1,89 @@
+package dev.perflab.mvc;
+
+import dev.perflab.mvc.Model.Book;
+import dev.perflab.mvc.Model.BookOrder;
+import dev.perflab.mvc.Model.NewBook;
+import dev.perflab.mvc.Model.NewOrder;
+import dev.perflab.mvc.Model.Zipcode;
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.Pattern;
+import jakarta.validation.constraints.Size;
+import java.util.List;
+import org.springframework.dao.DuplicateKeyException;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.ResponseStatus;
+import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.server.ResponseStatusException;
+
+/** The endpoints of apps/contract/README.md. Constraints on parameters run Spring's method validation. */
+@RestController
+class ApiController {
+
+    private final Store store;
+
+    ApiController(Store store) {
+        this.store = store;
+    }
+
+    @GetMapping("/zipcodes/{zip}")
+    Zipcode zipcode(@PathVariable @Pattern(regexp = Model.ZIP) String zip) {
+        return store.findZipcode(zip).orElseThrow(
+                () -> new ResponseStatusException(HttpStatus.NOT_FOUND, "zip code " + zip + " not found"));
+    }
+
+    /** Not required by Spring, so that a missing city reads "city: must not be blank" like a blank one. */
+    @GetMapping("/zipcodes")
+    List<Zipcode> zipcodesOfCity(@RequestParam(required = false) @NotBlank @Size(max = 64) String city) {
+        return store.findZipcodesByCity(city);
+    }
+
+    @PostMapping("/zipcodes")
+    ResponseEntity<Zipcode> getOrCreateZipcode(@RequestBody @Valid Zipcode zipcode) {
+        try {
+            Store.Stored stored = store.getOrCreateZipcode(zipcode);
+            return ResponseEntity.status(stored.created() ? HttpStatus.CREATED : HttpStatus.OK).body(stored.zipcode());
+        } catch (DuplicateKeyException lostRace) {
+            // A concurrent request inserted the zip first and its transaction has committed (our insert
+            // waited on its row lock); ours rolled back. Read the winner's row in a new transaction.
+            return ResponseEntity.ok(store.findZipcode(zipcode.zip()).orElseThrow(() -> lostRace));
+        }
+    }
+
+    /** Report 2: the request thread blocks, which is what caps a thread-per-request server. */
+    @GetMapping("/hello/{latency}")
+    String hello(@PathVariable @Min(0) @Max(10000) int latency) throws InterruptedException {
+        Thread.sleep(latency);
+        return "Welcome to reactive world ~";
+    }
+
+    @GetMapping("/greeting/{name}")
+    String greeting(@PathVariable @NotBlank @Size(max = 64) String name) {
+        return "hello " + name;
+    }
+
+    @GetMapping("/books")
+    List<Book> books() {
+        return store.findBooks();
+    }
+
+    @PostMapping("/books")
+    @ResponseStatus(HttpStatus.CREATED)
+    Book createBook(@RequestBody @Valid NewBook book) {
+        return store.createBook(book);
+    }
+
+    @PostMapping("/orders")
+    @ResponseStatus(HttpStatus.CREATED)
+    BookOrder createOrder(@RequestBody @Valid NewOrder order) {
+        return store.createOrder(order);
+    }
+}

@@ -1,0 +1,80 @@
+package dev.perflab.mvc;
+
+import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.HikariPoolMXBean;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.sql.Connection;
+import java.util.Map;
+import java.util.function.ToIntFunction;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.ApplicationRunner;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.context.annotation.Bean;
+
+@SpringBootApplication
+public class MvcApplication {
+
+    public static void main(String[] args) {
+        SpringApplication app = new SpringApplication(MvcApplication.class);
+        app.setDefaultProperties(Map.of("spring.threads.virtual.enabled", virtualThreads()));
+        app.run(args);
+    }
+
+    /** PERFLAB_THREADS=platform|virtual (report 2 and 4); anything else stops the app before it starts. */
+    private static boolean virtualThreads() {
+        String threads = System.getenv().getOrDefault("PERFLAB_THREADS", "platform");
+        if (threads.equals("platform")) {
+            return false;
+        }
+        if (!threads.equals("virtual")) {
+            fail("PERFLAB_THREADS must be 'platform' or 'virtual', not '" + threads + "'");
+        }
+        if (Runtime.version().feature() < 21) {
+            fail("PERFLAB_THREADS=virtual needs JDK 21 or later, but this is JDK " + Runtime.version()
+                    + ": run on a newer JDK or set PERFLAB_THREADS=platform");
+        }
+        return true;
+    }
+
+    private static void fail(String message) {
+        System.err.println("perflab-spring-mvc: " + message);
+        System.exit(2);
+    }
+
+    /** The common pool gauges of every perflab app (docs/ARCHITECTURE.md). */
+    @Bean
+    MeterBinder dbPoolMetrics(HikariDataSource dataSource) {
+        return registry -> {
+            gauge(registry, "perflab.db.pool.in.use", "DB connections lent out", dataSource,
+                    HikariPoolMXBean::getActiveConnections);
+            gauge(registry, "perflab.db.pool.waiting", "requests waiting for a DB connection", dataSource,
+                    HikariPoolMXBean::getThreadsAwaitingConnection);
+        };
+    }
+
+    private static void gauge(io.micrometer.core.instrument.MeterRegistry registry, String name, String description,
+            HikariDataSource dataSource, ToIntFunction<HikariPoolMXBean> value) {
+        Gauge.builder(name, dataSource, ds -> {
+            HikariPoolMXBean pool = ds.getHikariPoolMXBean(); // null until the pool has started
+            return pool == null ? 0 : value.applyAsInt(pool);
+        }).description(description).register(registry);
+    }
+
+    /**
+     * Hikari starts its pool on the first getConnection(); do that at startup so the pool is full
+     * (minimum-idle = maximum-pool-size) before the first request and no request opens a connection.
+     * A DB that is down does not stop the app: /health/ready reports it.
+     */
+    @Bean
+    ApplicationRunner warmUpPool(HikariDataSource dataSource) {
+        return args -> {
+            try (Connection ignored = dataSource.getConnection()) {
+                LoggerFactory.getLogger(MvcApplication.class).info("DB pool started");
+            } catch (Exception e) {
+                LoggerFactory.getLogger(MvcApplication.class).warn("DB pool not started: {}", e.getMessage());
+            }
+        };
+    }
+}

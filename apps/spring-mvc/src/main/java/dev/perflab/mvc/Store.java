@@ -1,0 +1,99 @@
+package dev.perflab.mvc;
+
+import dev.perflab.mvc.Model.Book;
+import dev.perflab.mvc.Model.BookOrder;
+import dev.perflab.mvc.Model.NewBook;
+import dev.perflab.mvc.Model.NewOrder;
+import dev.perflab.mvc.Model.Zipcode;
+import java.sql.PreparedStatement;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Optional;
+import org.springframework.http.HttpStatus;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.RowMapper;
+import org.springframework.jdbc.support.GeneratedKeyHolder;
+import org.springframework.stereotype.Repository;
+import org.springframework.transaction.annotation.Isolation;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.web.server.ResponseStatusException;
+
+/**
+ * Every DB statement of the app, written out so that each request issues exactly the statements
+ * of the contract's table (JdbcTemplate rather than JPA: no hidden select-before-insert, no flush).
+ * Reads run one auto-committed statement; writes run in one transaction at READ COMMITTED.
+ */
+@Repository
+class Store {
+
+    record Stored(Zipcode zipcode, boolean created) {
+    }
+
+    private static final String ZIPCODE_COLUMNS = "SELECT zip, city, county, state, timezone, type FROM zipcode ";
+    private static final RowMapper<Zipcode> ZIPCODE = (rs, row) -> new Zipcode(rs.getString(1), rs.getString(2),
+            rs.getString(3), rs.getString(4), rs.getString(5), rs.getString(6));
+
+    private final JdbcTemplate jdbc;
+
+    Store(JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    Optional<Zipcode> findZipcode(String zip) {
+        return jdbc.query(ZIPCODE_COLUMNS + "WHERE zip = ?", ZIPCODE, zip).stream().findFirst();
+    }
+
+    List<Zipcode> findZipcodesByCity(String city) {
+        return jdbc.query(ZIPCODE_COLUMNS + "WHERE city = ? ORDER BY zip", ZIPCODE, city);
+    }
+
+    /** Report 1's get-or-create; a lost duplicate-key race ends in DuplicateKeyException and a rollback. */
+    @Transactional(isolation = Isolation.READ_COMMITTED)
+    public Stored getOrCreateZipcode(Zipcode z) {
+        return findZipcode(z.zip()).map(found -> new Stored(found, false)).orElseGet(() -> {
+            jdbc.update("INSERT INTO zipcode (zip, city, county, state, timezone, type) VALUES (?, ?, ?, ?, ?, ?)",
+                    z.zip(), z.city(), z.county(), z.state(), z.timezone(), z.type());
+            return new Stored(z, true);
+        });
+    }
+
+    List<Book> findBooks() {
+        return jdbc.query("SELECT id, title, author FROM book ORDER BY id",
+                (rs, row) -> new Book(rs.getLong(1), rs.getString(2), rs.getString(3)));
+    }
+
+    @Transactional(isolation = Isolation.READ_COMMITTED)
+    public Book createBook(NewBook book) {
+        long id = insert("INSERT INTO book (title, author) VALUES (?, ?)", book.title(), book.author());
+        return new Book(id, book.title(), book.author());
+    }
+
+    @Transactional(isolation = Isolation.READ_COMMITTED)
+    public BookOrder createOrder(NewOrder order) {
+        requireRow("book", order.bookId());
+        requireRow("app_user", order.userId());
+        long id = insert("INSERT INTO book_order (book_id, user_id) VALUES (?, ?)", order.bookId(), order.userId());
+        return new BookOrder(id, order.bookId(), order.userId());
+    }
+
+    private void requireRow(String table, long id) {
+        Integer rows = jdbc.queryForObject("SELECT COUNT(*) FROM " + table + " WHERE id = ?", Integer.class, id);
+        if (rows == null || rows == 0) {
+            String what = table.equals("book") ? "book" : "user";
+            throw new ResponseStatusException(HttpStatus.NOT_FOUND, what + " " + id + " not found");
+        }
+    }
+
+    /** The generated id comes back in the server's OK packet: no extra statement. */
+    private long insert(String sql, Object... values) {
+        GeneratedKeyHolder keys = new GeneratedKeyHolder();
+        jdbc.update(con -> {
+            PreparedStatement ps = con.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS);
+            for (int i = 0; i < values.length; i++) {
+                ps.setObject(i + 1, values[i]);
+            }
+            return ps;
+        }, keys);
+        return keys.getKey().longValue();
+    }
+}
