@@ -153,6 +153,12 @@ class RunResult:
     incomplete_reason: str | None = None  # set when the run was interrupted
     schema_version: int = SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.target_rate) and self.target_rate > 0):
+            raise ValueError(f"target rate must be a positive number of requests per second, not {self.target_rate}")
+        if not all(math.isfinite(v) and v >= 0 for v in (self.achieved_rate, self.duration_s, self.requests)):
+            raise ValueError("achieved_rate, duration_s and requests must be finite and not negative")
+
     def to_json(self) -> str:
         return dumps(self)
 
@@ -194,7 +200,10 @@ def loads(cls: type[T], text: str) -> T:
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise SchemaError(f"schema_version is {version!r}; this perflab reads {SCHEMA_VERSION}")
-    return from_jsonable(cls, data, cls.__name__)
+    value = from_jsonable(cls, data, cls.__name__)
+    if not isinstance(value, cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass")
+    return value
 
 
 def from_jsonable(hint: Any, data: Any, where: str) -> Any:
@@ -224,7 +233,10 @@ def from_jsonable(hint: Any, data: Any, where: str) -> Any:
                 kwargs[name] = from_jsonable(hints[name], data[name], f"{where}.{name}")
             elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
                 raise SchemaError(f"{where}: missing field {name}")
-        return hint(**kwargs)
+        try:
+            return hint(**kwargs)
+        except ValueError as exc:
+            raise SchemaError(f"{where}: {exc}") from None
     if origin in (list, tuple):
         if not isinstance(data, list):
             raise SchemaError(f"{where}: expected a list, found {_json_type(data)}")

@@ -1,0 +1,397 @@
+"""Judge a run: is it valid, and may it be compared with other runs?
+
+Each rule is a named function of the run's result and its observations (what Prometheus and the
+inventory saw over the run window). A rule yields VALID, WARN or INVALID with evidence, or
+NOT_EVALUATED with the reason when the data it needs is missing: a rule never passes silently.
+The run's verdict is the worst verdict of the rules that were evaluated.
+
+Every threshold lives in THRESHOLDS, with the reason for its value; the report numbers refer to
+../shared/MISSION_NOTES.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+from perflab.model import SCHEMA_VERSION, RunResult, dumps, loads
+
+
+class Status(enum.Enum):
+    VALID = "VALID"
+    WARN = "WARN"
+    INVALID = "INVALID"
+    NOT_EVALUATED = "NOT_EVALUATED"
+
+
+_SEVERITY = {Status.VALID: 0, Status.WARN: 1, Status.INVALID: 2}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_errors: Threshold
+    min_achieved_fraction: Threshold
+    max_loadgen_cpu_busy: Threshold
+    app_cpu_well_below: Threshold
+    db_cpu_busy: Threshold
+    db_disk_busy: Threshold
+    max_write_share_drift: Threshold
+    statements_per_request_tolerance: Threshold
+    max_jit_compile_fraction: Threshold
+
+
+THRESHOLDS = Thresholds(
+    max_errors=Threshold(
+        0,
+        "Report 1, step 1: 10 non-2xx responses hid a deadlocked app that served 1.75 req/s. "
+        "A failed request is not a fast request; one error means the app did not do the work.",
+    ),
+    min_achieved_fraction=Threshold(
+        0.95,
+        "A constant-rate run measures latency at the rate asked; below 95% of it the system "
+        "could not keep up (or the generator could not), and the latency belongs to another rate.",
+    ),
+    max_loadgen_cpu_busy=Threshold(
+        0.80,
+        "Hyperfoil fails a run when a load-generator CPU is more than 80% busy: above that the "
+        "generator's own scheduling delays show up as app latency.",
+    ),
+    app_cpu_well_below=Threshold(
+        0.50,
+        "Report 1, steps 2-3: the app used < 0.5 core, then 4.5 of 32, while MySQL and its disk "
+        "limited the run. An app using under half its allotted cores is not what limited it.",
+    ),
+    db_cpu_busy=Threshold(
+        0.80,
+        "A DB using over 80% of its CPUs queues queries: it, not the app, sets the throughput.",
+    ),
+    db_disk_busy=Threshold(
+        0.80,
+        "Report 1, step 2: the DB disk was the bottleneck. A device busy over 80% of the window "
+        "is saturated (its queue grows).",
+    ),
+    max_write_share_drift=Threshold(
+        0.05,
+        "Report 1's open problem: the mix drifted from write-heavy to read-heavy as the table "
+        "filled. Over 5 percentage points of write share between the first and last third, the "
+        "end of the run measured another workload than its start.",
+    ),
+    statements_per_request_tolerance=Threshold(
+        0.05,
+        "Every app must do the same work (apps/contract/README.md: DB statements per request). "
+        "One statement more or less per request is a difference of 1.0; exporter and health "
+        "queries add far less than 0.05 per request at benchmark rates.",
+    ),
+    max_jit_compile_fraction=Threshold(
+        0.01,
+        "Report 1's open problem: without warm-up, interpreted and compiled code were mixed. A "
+        "warmed-up JVM compiles almost nothing; JIT time over 1% of the window means it still was.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class TierCpu:
+    """CPU of one tier's processes over the run window (process-exporter groups)."""
+
+    busy_cores: float  # average cores in use
+    allotted_cores: float  # cores the tier may use (its affinity / quota, else the host's)
+
+    def __post_init__(self) -> None:
+        if not (self.allotted_cores > 0 and self.busy_cores >= 0):
+            raise ValueError(f"CPU use needs allotted_cores > 0 and busy_cores >= 0, not {self}")
+
+    @property
+    def busy_fraction(self) -> float:
+        return self.busy_cores / self.allotted_cores
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a tier runs, from the inventory."""
+
+    tier: str
+    host: str  # inventory hostname
+    machine: str  # the physical machine (one kernel) the host runs on
+    cpus: tuple[int, ...] | None = None  # its CPU affinity; None = every CPU of the machine
+
+
+@dataclass(frozen=True)
+class DbSessions:
+    """Client sessions the DB saw during the run (the exporter's own excluded)."""
+
+    total: int
+    tls: int
+
+
+@dataclass(frozen=True)
+class StatementsPerRequest:
+    """DB statements by kind (Com_* deltas) divided by the requests of the window."""
+
+    select: float
+    insert: float
+    update: float
+    delete: float
+
+
+@dataclass(frozen=True)
+class Observations:
+    """What the monitoring and the inventory saw during the run; None = not observed."""
+
+    source: str = ""  # where these came from, e.g. the Prometheus URL and the window
+    loadgen_cpu: TierCpu | None = None
+    app_cpu: TierCpu | None = None
+    db_cpu: TierCpu | None = None
+    db_disk_busy: float | None = None  # fraction of the window the DB's data disk was busy
+    db_name: str | None = None  # e.g. "MariaDB 10.11 on perflab-db"
+    placements: tuple[Placement, ...] | None = None
+    warmup_s: float | None = None  # warm-up actually run before the measured window
+    write_share_by_third: tuple[float, float, float] | None = None  # writes / requests
+    db_sessions: DbSessions | None = None
+    statements_per_request: StatementsPerRequest | None = None
+    expected_statements_per_request: StatementsPerRequest | None = None  # the contract, for the mix
+    jit_compile_s: float | None = None  # JIT compile time inside the measured window
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        fractions = [self.db_disk_busy, *(self.write_share_by_third or ())]
+        if any(f is not None and not 0.0 <= f <= 1.0 for f in fractions):
+            raise ValueError("db_disk_busy and write_share_by_third are fractions between 0 and 1")
+        if any(s is not None and s < 0 for s in (self.warmup_s, self.jit_compile_s)):
+            raise ValueError("warmup_s and jit_compile_s are durations, never negative")
+
+    def to_json(self) -> str:
+        return dumps(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> Observations:
+        return loads(cls, text)
+
+
+NO_PROMETHEUS = "not evaluated: no Prometheus data"
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    status: Status
+    evidence: str
+
+
+Rule = Callable[[RunResult, Observations, Thresholds], RuleResult]
+
+
+def _result(rule: str, status: Status, evidence: str) -> RuleResult:
+    return RuleResult(rule, status, evidence)
+
+
+def no_errors(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """Any non-2xx response, socket error or timeout: INVALID."""
+    name = "no_errors"
+    total = run.errors.total()
+    if total > t.max_errors.value:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in run.errors.by_kind().items())
+        return _result(name, Status.INVALID, f"{total} errors in {run.requests} requests ({kinds})")
+    return _result(name, Status.VALID, f"no errors in {run.requests} requests")
+
+
+def achieved_rate(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """Achieved rate below 95% of the target: INVALID."""
+    name = "achieved_rate"
+    fraction = run.achieved_rate / run.target_rate
+    evidence = (
+        f"achieved {run.achieved_rate:g} req/s of {run.target_rate:g} asked ({fraction:.1%}; "
+        f"minimum {t.min_achieved_fraction.value:.0%})"
+    )
+    if run.dropped_iterations:
+        evidence += f"; {run.dropped_iterations} iterations dropped by {run.tool}"
+    status = Status.INVALID if fraction < t.min_achieved_fraction.value else Status.VALID
+    return _result(name, status, evidence)
+
+
+def loadgen_cpu(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """A load generator more than 80% busy: INVALID (the generator was measured, not the app)."""
+    name = "loadgen_cpu"
+    if obs.loadgen_cpu is None:
+        return _result(name, Status.NOT_EVALUATED, NO_PROMETHEUS)
+    cpu = obs.loadgen_cpu
+    evidence = (
+        f"load generator used {cpu.busy_cores:.2f} of {cpu.allotted_cores:g} cores "
+        f"({cpu.busy_fraction:.0%}; maximum {t.max_loadgen_cpu_busy.value:.0%})"
+    )
+    status = Status.INVALID if cpu.busy_fraction > t.max_loadgen_cpu_busy.value else Status.VALID
+    return _result(name, status, evidence)
+
+
+def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """App CPU well below its cores while the DB's CPU or disk is busy: INVALID for comparison."""
+    name = "app_is_bottleneck"
+    if obs.app_cpu is None or (obs.db_cpu is None and obs.db_disk_busy is None):
+        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} for the app's and the DB's CPU and disk")
+    app = obs.app_cpu
+    app_evidence = f"app used {app.busy_cores:.2f} of {app.allotted_cores:g} cores ({app.busy_fraction:.0%})"
+    db = obs.db_name or "the database"
+    busy: list[str] = []
+    if obs.db_cpu is not None and obs.db_cpu.busy_fraction > t.db_cpu_busy.value:
+        busy.append(
+            f"CPU {obs.db_cpu.busy_cores:.2f} of {obs.db_cpu.allotted_cores:g} cores ({obs.db_cpu.busy_fraction:.0%})"
+        )
+    if obs.db_disk_busy is not None and obs.db_disk_busy > t.db_disk_busy.value:
+        busy.append(f"disk busy {obs.db_disk_busy:.0%} of the window")
+    if app.busy_fraction < t.app_cpu_well_below.value and busy:
+        return _result(
+            name,
+            Status.INVALID,
+            f"not comparable: {app_evidence} while {db} was the bottleneck: {' and '.join(busy)}",
+        )
+    return _result(name, Status.VALID, f"{app_evidence}; {db} " + ("busy: " + ", ".join(busy) if busy else "not saturated"))
+
+
+def tiers_not_colocated(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """Two tiers on one machine (sharing its kernel, and maybe CPUs): WARN."""
+    name = "tiers_not_colocated"
+    if obs.placements is None:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: no placement from the inventory")
+    shared: list[str] = []
+    for a, b in itertools.combinations(obs.placements, 2):
+        if a.machine != b.machine:
+            continue
+        if a.cpus is None or b.cpus is None:
+            cpus = "all CPUs shared"
+        else:
+            common = sorted(set(a.cpus) & set(b.cpus))
+            cpus = f"CPUs {','.join(map(str, common))} shared" if common else "disjoint CPUs"
+        shared.append(f"{a.tier} ({a.host}) and {b.tier} ({b.host}) on machine {a.machine}, {cpus}")
+    if shared:
+        return _result(name, Status.WARN, "co-located: " + "; ".join(shared))
+    return _result(name, Status.VALID, f"{len(obs.placements)} tiers on separate machines")
+
+
+def warmed_up(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """Warm-up missing or shorter than the scenario asks: WARN."""
+    name = "warmed_up"
+    if obs.warmup_s is None:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: the run recorded no warm-up")
+    if obs.warmup_s <= 0:
+        return _result(name, Status.WARN, "no warm-up ran: interpreted and compiled code mixed in the measurement")
+    if run.scenario is None:
+        return _result(name, Status.NOT_EVALUATED, f"not evaluated: {obs.warmup_s:g} s of warm-up ran, but no scenario was recorded")
+    asked = run.scenario.warmup_s
+    if obs.warmup_s < asked:
+        return _result(name, Status.WARN, f"warm-up {obs.warmup_s:g} s, shorter than the {asked:g} s scenario {run.scenario.name} asks")
+    return _result(name, Status.VALID, f"warm-up {obs.warmup_s:g} s (scenario {run.scenario.name} asks {asked:g} s)")
+
+
+def steady_mix(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """Read/write mix drifting more than 5 points between the first and last third: WARN."""
+    name = "steady_mix"
+    if obs.write_share_by_third is None:
+        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} on the read/write mix")
+    first, middle, last = obs.write_share_by_third
+    drift = round(abs(last - first), 9)  # 0.55 - 0.50 is 0.05000000000000004 in binary floats
+    evidence = (
+        f"write share {first:.1%} / {middle:.1%} / {last:.1%} by third; drift {drift * 100:.1f} points "
+        f"(maximum {t.max_write_share_drift.value * 100:g})"
+    )
+    return _result(name, Status.WARN if drift > t.max_write_share_drift.value else Status.VALID, evidence)
+
+
+def same_db_work(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """DB sessions without TLS, or statements per request not the contract's: INVALID."""
+    name = "same_db_work"
+    if obs.db_sessions is None and obs.statements_per_request is None:
+        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} on DB sessions and statements")
+    problems: list[str] = []
+    checked: list[str] = []
+    if obs.db_sessions is None:
+        checked.append("TLS not evaluated: no session data")
+    elif obs.db_sessions.tls < obs.db_sessions.total:
+        untls = obs.db_sessions.total - obs.db_sessions.tls
+        problems.append(f"{untls} of {obs.db_sessions.total} DB sessions without TLS")
+    else:
+        checked.append(f"all {obs.db_sessions.total} DB sessions used TLS")
+    observed, expected = obs.statements_per_request, obs.expected_statements_per_request
+    if observed is None or expected is None:
+        missing = "no contract figures for the scenario" if observed else "no statement counts"
+        checked.append(f"statements per request not evaluated: {missing}")
+    else:
+        tolerance = t.statements_per_request_tolerance.value
+        differing = [
+            f"{getattr(observed, kind):.2f} {kind} statements per request where the contract says "
+            f"{getattr(expected, kind):.2f}"
+            for kind in (f.name for f in fields(StatementsPerRequest))
+            if abs(getattr(observed, kind) - getattr(expected, kind)) > tolerance
+        ]
+        problems.extend(differing)
+        if not differing:
+            checked.append("statements per request as the contract says")
+    if problems:
+        return _result(name, Status.INVALID, "not the same work: " + "; ".join(problems))
+    return _result(name, Status.VALID, "; ".join(checked))
+
+
+def jit_quiet(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """JIT compilation still busy in the measured window: WARN."""
+    name = "jit_quiet"
+    if obs.jit_compile_s is None:
+        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} on JIT compilation")
+    if run.duration_s <= 0:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: the measured window is empty")
+    fraction = obs.jit_compile_s / run.duration_s
+    evidence = (
+        f"JIT compiled for {obs.jit_compile_s:g} s in the {run.duration_s:g} s window ({fraction:.2%}; "
+        f"maximum {t.max_jit_compile_fraction.value:.0%})"
+    )
+    return _result(name, Status.WARN if fraction > t.max_jit_compile_fraction.value else Status.VALID, evidence)
+
+
+def run_complete(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """An interrupted run: INVALID (its window does not hold what the scenario asked)."""
+    if run.incomplete_reason:
+        return _result("run_complete", Status.INVALID, f"the run is incomplete: {run.incomplete_reason}")
+    return _result("run_complete", Status.VALID, "the run completed")
+
+
+RULES: tuple[Rule, ...] = (
+    run_complete,
+    no_errors,
+    achieved_rate,
+    loadgen_cpu,
+    app_is_bottleneck,
+    tiers_not_colocated,
+    warmed_up,
+    steady_mix,
+    same_db_work,
+    jit_quiet,
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status  # the worst of the evaluated rules; never NOT_EVALUATED
+    rules: tuple[RuleResult, ...]
+
+    @property
+    def not_evaluated(self) -> tuple[RuleResult, ...]:
+        return tuple(r for r in self.rules if r.status is Status.NOT_EVALUATED)
+
+    @property
+    def reasons(self) -> tuple[RuleResult, ...]:
+        """The rules that made the verdict what it is (empty when VALID)."""
+        return tuple(r for r in self.rules if r.status in (Status.WARN, Status.INVALID))
+
+
+def audit(run: RunResult, observations: Observations | None = None, thresholds: Thresholds = THRESHOLDS) -> Verdict:
+    obs = observations if observations is not None else Observations()
+    results = tuple(rule(run, obs, thresholds) for rule in RULES)
+    evaluated = [r.status for r in results if r.status is not Status.NOT_EVALUATED]
+    status = max(evaluated, key=_SEVERITY.__getitem__, default=Status.VALID)
+    return Verdict(status, results)

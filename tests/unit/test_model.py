@@ -1,0 +1,117 @@
+"""RunResult JSON: a round trip keeps everything; a file that does not match is refused."""
+
+import dataclasses
+import json
+
+import pytest
+
+from perflab import wrk2
+from perflab.audit import Observations, Placement, TierCpu
+from perflab.model import (
+    SCHEMA_VERSION,
+    AppSettings,
+    HostFacts,
+    RunResult,
+    ScenarioRun,
+    SchemaError,
+    percentile_key,
+)
+
+from .helpers import wrk2_text
+
+
+def full_result() -> RunResult:
+    parsed = wrk2.parse(wrk2_text("wrk2-overloaded-uncorrected.txt"))
+    return dataclasses.replace(
+        wrk2.to_run_result(parsed, target_rate=600),
+        started_at="2026-11-21T10:00:00Z",
+        ended_at="2026-11-21T10:00:20Z",
+        scenario=ScenarioRun(
+            name="greeting", rate=600, duration_s=20, warmup_s=10, connections=50, threads=2,
+            parameters={"path": "/serial"},
+        ),
+        app=AppSettings(
+            name="quarkus", profile="report3", jvm_options=("-Xmx128m", "-XX:+UseParallelGC"),
+            environment={"PERFLAB_GREETING_DISPATCH": "io"}, cpus="0-3", memory_limit="256M",
+            start_to_first_request_ms=868.3,
+        ),
+        hosts=(HostFacts(tier="app", host="perflab-app", machine="box1", cpus=4, memory_mb=256),),
+        versions={"wrk2": "44a94c1", "java": "21.0.5"},
+        raw_output="wrk2.txt",
+    )
+
+
+def test_round_trip_keeps_every_field() -> None:
+    result = full_result()
+    text = result.to_json()
+    assert RunResult.from_json(text) == result
+    document = json.loads(text)
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["latency_corrected"]["percentiles_ms"]["99.9"] == 12570.0
+    assert document["latency_uncorrected"]["spectrum"][0] == {"value_ms": 219.391, "percentile": 0.0, "total_count": 2}
+    assert document["errors"]["timeout"] == 0
+
+
+def test_observations_round_trip() -> None:
+    observations = Observations(
+        source="test",
+        loadgen_cpu=TierCpu(busy_cores=0.5, allotted_cores=2),
+        placements=(Placement(tier="app", host="a", machine="m", cpus=(0, 1)),),
+        write_share_by_third=(0.5, 0.5, 0.49),
+    )
+    assert Observations.from_json(observations.to_json()) == observations
+
+
+def _mutated(**changes: object) -> str:
+    document = json.loads(full_result().to_json())
+    for dotted, value in changes.items():
+        *path, last = dotted.split("__")
+        target = document
+        for key in path:
+            target = target[key]
+        if value is KeyError:
+            del target[last]
+        else:
+            target[last] = value
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not JSON"),
+        ("[]", "expected a JSON object"),
+        (_mutated(schema_version=0), "schema_version is 0; this perflab reads 1"),
+        (_mutated(schema_version=KeyError), "schema_version is None"),
+        (_mutated(colour="blue"), "RunResult: unknown field\\(s\\) colour"),
+        (_mutated(requests=KeyError), "RunResult: missing field requests"),
+        (_mutated(requests="4460"), "RunResult.requests: expected an integer, found string"),
+        (_mutated(requests=True), "RunResult.requests: expected an integer, found boolean"),
+        (_mutated(target_rate=0), "RunResult: target rate must be a positive number"),
+        (_mutated(errors__timeout=1.5), "RunResult.errors.timeout: expected an integer, found number"),
+        (_mutated(latency_corrected=None), "RunResult.latency_corrected: expected an object, found null"),
+        (
+            _mutated(latency_corrected__spectrum=[{"value_ms": 1, "percentile": 0}]),
+            "RunResult.latency_corrected.spectrum\\[0\\]: missing field total_count",
+        ),
+        (_mutated(app__jvm_options="-Xmx1g"), "RunResult.app.jvm_options: expected a list, found string"),
+    ],
+)
+def test_files_that_do_not_match_the_schema_are_refused(text: str, message: str) -> None:
+    with pytest.raises(SchemaError, match=message):
+        RunResult.from_json(text)
+
+
+def test_non_finite_numbers_are_refused() -> None:
+    result = full_result()
+    with pytest.raises(ValueError, match="must be finite and not negative"):
+        dataclasses.replace(result, achieved_rate=float("nan"))
+    latency = dataclasses.replace(result.latency_corrected, mean_ms=float("inf"))
+    with pytest.raises(ValueError, match="inf cannot be stored as JSON"):
+        dataclasses.replace(result, latency_corrected=latency).to_json()
+
+
+def test_percentile_keys_have_one_spelling() -> None:
+    assert [percentile_key(p) for p in (50, 50.0, 99.9, 99.999, 100)] == ["50", "50", "99.9", "99.999", "100"]
+    with pytest.raises(ValueError):
+        percentile_key(100.5)
