@@ -245,6 +245,8 @@ def _parse_distribution(lines: list[str], start: int, kind: str) -> LatencyDistr
         if not line:
             continue
         row = _SPECTRUM_ROW.fullmatch(line)
+        if not row and not any(lines[index:]):
+            raise ParseError(f"{where} is cut off at {line!r}: the output is truncated")
         if not row:
             raise ParseError(f"{where}: unexpected line in the spectrum: {line!r}")
         spectrum.append(SpectrumPoint(float(row.group(1)), float(row.group(2)), int(row.group(3))))

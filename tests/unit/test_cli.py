@@ -1,0 +1,167 @@
+"""The perflab command, run as a subprocess, against expected output and exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perflab.audit import DbSessions, Observations, TierCpu
+
+from .helpers import FIXTURES, WRK2_FIXTURES
+
+PERFLAB_SCRIPT = Path(sys.executable).with_name("perflab")
+
+
+def perflab(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perflab", *map(str, args)], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_installed_entry_point_runs() -> None:
+    done = subprocess.run([PERFLAB_SCRIPT, "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "exit codes: 0 parsed or VALID, 1 INVALID, 2 usage error, 3 WARN, 4 bad input" in done.stdout
+
+
+def test_parse_wrk2_prints_a_summary() -> None:
+    done = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-overloaded-uncorrected.txt", "--target-rate", "600")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "wrk2-overloaded-uncorrected.txt: wrk2, 4460 requests in 20.01 s\n"
+        "rate: 222.93 req/s achieved of 600 asked (37.2%)\n"
+        "latency (corrected, ms): p50 9450  p75 11030  p90 11930  p99 12480  p99.9 12570  p99.99 12570  "
+        "p99.999 12570  p100 12570  mean 9466.62  max 12558.3\n"
+        "latency (uncorrected, ms): p50 222.46  p75 223.36  p90 225.02  p99 227.58  p99.9 227.97  "
+        "p99.99 227.97  p99.999 227.97  p100 227.97  mean 222.592  max 227.84\n"
+        "recorded: 2218 of 4460 requests (wrk2 records none during calibration)\n"
+        "errors: none\n"
+    )
+
+
+def test_parse_k6_prints_failures_and_dropped_iterations() -> None:
+    done = perflab(
+        "parse-k6", FIXTURES / "k6" / "failing-dropping-20rps.handle-summary.json", "--target-rate", "20"
+    )
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[-2:] == ["dropped iterations: 27", "errors: failed_requests 14, failed_checks 14"]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "rate", "exit_code", "verdict"),
+    [
+        ("wrk2-steady-2000rps.txt", "2000", 0, "VALID"),
+        ("wrk2-errors-non2xx.txt", "1000", 1, "INVALID"),
+        ("wrk2-server-killed-midrun.txt", "1000", 1, "INVALID"),
+        ("wrk2-overloaded-600rps-capacity-250.txt", "600", 1, "INVALID"),
+    ],
+)
+def test_parse_then_audit(tmp_path: Path, fixture: str, rate: str, exit_code: int, verdict: str) -> None:
+    parsed = perflab("parse-wrk2", WRK2_FIXTURES / fixture, "--target-rate", rate, "--json")
+    assert parsed.returncode == 0
+    result = tmp_path / "result.json"
+    result.write_text(parsed.stdout)
+    judged = perflab("audit", result)
+    assert judged.returncode == exit_code
+    assert judged.stdout.splitlines()[0] == f"verdict: {verdict}"
+
+
+def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
+    result = tmp_path / "killed.json"
+    parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-server-killed-midrun.txt", "--target-rate", "1000", "--json")
+    result.write_text(parsed.stdout)
+    done = perflab("audit", result)
+    assert done.returncode == 1
+    assert done.stdout == (
+        "verdict: INVALID\n"
+        "  INVALID       no_errors: 80 errors in 11984 requests (timeout 80)\n"
+        "  INVALID       achieved_rate: achieved 597.65 req/s of 1000 asked (59.8%; minimum 95%)\n"
+        "  VALID         run_complete: the run completed\n"
+        "  NOT_EVALUATED loadgen_cpu: not evaluated: no Prometheus data\n"
+        "  NOT_EVALUATED app_is_bottleneck: not evaluated: no Prometheus data for the app's and the DB's CPU and disk\n"
+        "  NOT_EVALUATED tiers_not_colocated: not evaluated: no placement from the inventory\n"
+        "  NOT_EVALUATED warmed_up: not evaluated: the run recorded no warm-up\n"
+        "  NOT_EVALUATED steady_mix: not evaluated: no Prometheus data on the read/write mix\n"
+        "  NOT_EVALUATED same_db_work: not evaluated: no Prometheus data on DB sessions and statements\n"
+        "  NOT_EVALUATED jit_quiet: not evaluated: no Prometheus data on JIT compilation\n"
+    )
+
+
+def test_audit_with_observations_warns_and_fails(tmp_path: Path) -> None:
+    parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-2000rps.txt", "--target-rate", "2000", "--json")
+    result = tmp_path / "steady.json"
+    result.write_text(parsed.stdout)
+    warn = tmp_path / "warn.json"
+    warn.write_text(Observations(source="test", jit_compile_s=2.0).to_json())
+    done = perflab("audit", result, "--observations", warn)
+    assert (done.returncode, done.stdout.splitlines()[:2]) == (
+        3,
+        ["verdict: WARN", "  WARN          jit_quiet: JIT compiled for 2 s in the 20 s window (10.00%; maximum 1%)"],
+    )
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(
+        Observations(loadgen_cpu=TierCpu(busy_cores=0.5, allotted_cores=2), db_sessions=DbSessions(10, 0)).to_json()
+    )
+    done = perflab("audit", result, "--observations", invalid, "--json")
+    assert done.returncode == 1
+    document = json.loads(done.stdout)
+    assert document["status"] == "INVALID"
+    by_rule = {r["rule"]: r for r in document["rules"]}
+    assert by_rule["same_db_work"] == {
+        "rule": "same_db_work",
+        "status": "INVALID",
+        "evidence": "not the same work: 10 of 10 DB sessions without TLS",
+    }
+    assert by_rule["loadgen_cpu"]["status"] == "VALID"
+
+
+def test_bad_input_gets_one_line_and_no_traceback(tmp_path: Path) -> None:
+    truncated = tmp_path / "truncated.txt"
+    steady = (WRK2_FIXTURES / "wrk2-steady-2000rps.txt").read_text()
+    truncated.write_text(steady[: len(steady) // 2])
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    stale = tmp_path / "stale.json"
+    stale.write_text('{"schema_version": 0}')
+    cases = [
+        (("parse-wrk2", tmp_path / "missing.txt", "--target-rate", "10"), f"{tmp_path}/missing.txt: no such file"),
+        (("parse-wrk2", tmp_path, "--target-rate", "10"), f"{tmp_path}: is a directory, not a file"),
+        (("parse-wrk2", binary, "--target-rate", "10"), f"{binary}: not text (binary or not UTF-8)"),
+        (
+            ("parse-wrk2", truncated, "--target-rate", "10"),
+            f"{truncated}: not complete wrk2 --latency output: the Recorded Latency distribution is cut off "
+            "at '1.942     0.989062': the output is truncated",
+        ),
+        (
+            ("parse-k6", truncated, "--target-rate", "10"),
+            f"{truncated}: not a usable k6 summary: the k6 summary is not JSON (truncated?): "
+            "Expecting value: line 1 column 1 (char 0)",
+        ),
+        (
+            ("audit", stale),
+            f"{stale}: not a perflab result: schema_version is 0; this perflab reads 1",
+        ),
+        (
+            ("audit", stale, "--observations", tmp_path / "none.json"),
+            f"{stale}: not a perflab result: schema_version is 0; this perflab reads 1",
+        ),
+    ]
+    for args, message in cases:
+        done = perflab(*args)
+        assert (done.returncode, done.stdout, done.stderr) == (4, "", f"perflab: error: {message}\n"), args
+
+
+@pytest.mark.parametrize("rate", ["0", "-3", "abc", "nan"])
+def test_a_bad_target_rate_is_a_usage_error(rate: str) -> None:
+    done = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-2000rps.txt", "--target-rate", rate)
+    assert done.returncode == 2
+    assert "argument --target-rate" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_thresholds_are_listed_with_reasons() -> None:
+    done = perflab("thresholds")
+    assert done.returncode == 0
+    assert "max_loadgen_cpu_busy = 0.8\n    Hyperfoil fails a run" in done.stdout
