@@ -23,6 +23,11 @@ $(VENV_STAMP): requirements.txt pyproject.toml
 .PHONY: venv
 venv: $(VENV_STAMP) ## Create the controller virtualenv (.venv) from requirements.txt
 
+.PHONY: test-unit
+test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed) and mypy --strict
+	$(BIN)/mypy --strict perflab tests/unit
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+
 .PHONY: lint
 lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check of every playbook
 	$(BIN)/yamllint --strict .
