@@ -1,8 +1,10 @@
 """perflab: parse load-generator output and judge runs.
 
 Commands:
-  perflab parse-wrk2 FILE --target-rate R [--json]   wrk2 --latency output -> result
-  perflab parse-k6 FILE --target-rate R [--json]     k6 summary JSON -> result
+  perflab parse-wrk2 FILE --target-rate R [--context CONTEXT.json] [--json]
+  perflab parse-k6 FILE --target-rate R [--context CONTEXT.json] [--json]
+      wrk2 --latency output / k6 summary JSON -> a run result; CONTEXT.json (a RunContext:
+      start and end, scenario, app and JVM settings, hosts, versions) is merged into it
   perflab audit RESULT.json [--observations OBS.json] [--json]
   perflab thresholds                                 every audit threshold with its reason
 
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from perflab import audit, k6, wrk2
-from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunResult, SchemaError
+from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunContext, RunResult, SchemaError
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -68,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--target-rate", type=_positive_rate, required=True, metavar="R",
             help="requests per second the run asked for (the tool does not print it)",
+        )
+        sub.add_argument(
+            "--context", type=Path, metavar="CONTEXT.json",
+            help="what the run knows about itself (times, scenario, app, hosts, versions), merged in",
         )
         sub.add_argument("--json", action="store_true", help="print the result as JSON")
         sub.set_defaults(command=_parse_wrk2 if name == "parse-wrk2" else _parse_k6)
@@ -111,7 +117,7 @@ def _parse_wrk2(args: argparse.Namespace) -> int:
         result = wrk2.to_run_result(wrk2.parse(_read(args.file)), target_rate=args.target_rate)
     except ParseError as exc:
         raise InputError(f"{args.file}: not complete wrk2 --latency output: {exc}") from None
-    _print_result(args.file, result, args.json)
+    _print_result(args.file, _with_context(result, args.context), args.json)
     return EXIT_OK
 
 
@@ -120,7 +126,18 @@ def _parse_k6(args: argparse.Namespace) -> int:
         result = k6.to_run_result(k6.parse(_read(args.file)), target_rate=args.target_rate)
     except ParseError as exc:
         raise InputError(f"{args.file}: not a usable k6 summary: {exc}") from None
-    _print_result(args.file, result, args.json)
+    _print_result(args.file, _with_context(result, args.context), args.json)
+    return EXIT_OK
+
+
+def _with_context(result: RunResult, context_file: Path | None) -> RunResult:
+    if context_file is None:
+        return result
+    try:
+        context = RunContext.from_json(_read(context_file))
+        return result.with_context(context)
+    except (SchemaError, ValueError) as exc:
+        raise InputError(f"{context_file}: not a perflab run context: {exc}") from None
     return EXIT_OK
 
 

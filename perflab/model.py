@@ -13,6 +13,7 @@ field: a results file that does not match the schema is an error, never a half-f
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import math
 import types
@@ -130,6 +131,48 @@ class HostFacts:
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What the run knows about itself and the tool does not print; merged into its result."""
+
+    started_at: str | None = None  # ISO 8601 with a zone, e.g. "2026-11-21T10:00:00Z"
+    ended_at: str | None = None
+    scenario: ScenarioRun | None = None
+    app: AppSettings | None = None
+    hosts: tuple[HostFacts, ...] = ()
+    versions: dict[str, str] = field(default_factory=dict)  # tool, JDK, DB, OS versions
+    raw_output: str | None = None
+    incomplete_reason: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        _check_window(self.started_at, self.ended_at)
+
+    def to_json(self) -> str:
+        return dumps(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunContext:
+        return loads(cls, text)
+
+
+def _check_window(started_at: str | None, ended_at: str | None) -> None:
+    """Both times, when given, are ISO 8601 with a time zone, and the run does not end before it starts."""
+    parsed: list[datetime.datetime] = []
+    for name, value in (("started_at", started_at), ("ended_at", ended_at)):
+        if value is None:
+            continue
+        try:
+            moment = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{name} is not an ISO 8601 time: {value!r}") from None
+        if moment.tzinfo is None:
+            raise ValueError(f"{name} has no time zone: {value!r} (write e.g. {value}Z for UTC)")
+        parsed.append(moment)
+    if len(parsed) == 2 and parsed[1] < parsed[0]:
+        raise ValueError(f"the run ends ({ended_at}) before it starts ({started_at})")
+
+
+@dataclass(frozen=True)
 class RunResult:
     tool: str  # "wrk2" or "k6"
     target_rate: float  # requests per second asked
@@ -158,6 +201,12 @@ class RunResult:
             raise ValueError(f"target rate must be a positive number of requests per second, not {self.target_rate}")
         if not all(math.isfinite(v) and v >= 0 for v in (self.achieved_rate, self.duration_s, self.requests)):
             raise ValueError("achieved_rate, duration_s and requests must be finite and not negative")
+        _check_window(self.started_at, self.ended_at)
+
+    def with_context(self, context: RunContext) -> RunResult:
+        """This result with every field the run context carries taken from it."""
+        carried = {f.name: getattr(context, f.name) for f in dataclasses.fields(context) if f.name != "schema_version"}
+        return dataclasses.replace(self, **carried)
 
     def to_json(self) -> str:
         return dumps(self)

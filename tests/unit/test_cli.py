@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perflab.audit import DbSessions, Observations, TierCpu
+from perflab.model import AppSettings, RunContext, RunResult, ScenarioRun
 
 from .helpers import FIXTURES, WRK2_FIXTURES
 
@@ -165,3 +166,35 @@ def test_thresholds_are_listed_with_reasons() -> None:
     done = perflab("thresholds")
     assert done.returncode == 0
     assert "max_loadgen_cpu_busy = 0.8\n    Hyperfoil fails a run" in done.stdout
+
+
+def test_context_goes_into_the_result_json(tmp_path: Path) -> None:
+    context = tmp_path / "context.json"
+    context.write_text(
+        RunContext(
+            started_at="2026-11-21T10:00:00Z",
+            ended_at="2026-11-21T10:00:20Z",
+            scenario=ScenarioRun(name="greeting", rate=2000, duration_s=20, warmup_s=30, connections=50, threads=2),
+            app=AppSettings(name="quarkus", jvm_options=("-Xmx128m",), cpus="0-3"),
+        ).to_json()
+    )
+    done = perflab(
+        "parse-wrk2", WRK2_FIXTURES / "wrk2-steady-2000rps.txt", "--target-rate", "2000", "--context", context, "--json"
+    )
+    assert done.returncode == 0
+    result = RunResult.from_json(done.stdout)
+    assert (result.started_at, result.achieved_rate) == ("2026-11-21T10:00:00Z", 1995.12)
+    assert result.app is not None and result.app.jvm_options == ("-Xmx128m",)
+    assert result.scenario is not None and result.scenario.warmup_s == 30
+
+
+def test_a_bad_context_is_bad_input(tmp_path: Path) -> None:
+    context = tmp_path / "context.json"
+    context.write_text('{"schema_version": 1, "started_at": "10 o\'clock"}')
+    done = perflab("parse-k6", FIXTURES / "k6" / "steady-20rps.summary-export.json", "--target-rate", "20",
+                   "--context", context)
+    assert (done.returncode, done.stdout) == (4, "")
+    assert done.stderr == (
+        f"perflab: error: {context}: not a perflab run context: RunContext: started_at is not an ISO 8601 time: "
+        "\"10 o'clock\"\n"
+    )

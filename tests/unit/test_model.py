@@ -11,6 +11,7 @@ from perflab.model import (
     SCHEMA_VERSION,
     AppSettings,
     HostFacts,
+    RunContext,
     RunResult,
     ScenarioRun,
     SchemaError,
@@ -115,3 +116,31 @@ def test_percentile_keys_have_one_spelling() -> None:
     assert [percentile_key(p) for p in (50, 50.0, 99.9, 99.999, 100)] == ["50", "50", "99.9", "99.999", "100"]
     with pytest.raises(ValueError):
         percentile_key(100.5)
+
+
+def test_context_is_merged_into_the_tool_result() -> None:
+    parsed = wrk2.to_run_result(wrk2.parse(wrk2_text("wrk2-steady-2000rps.txt")), target_rate=2000)
+    context = RunContext(
+        started_at="2026-11-21T10:00:00+00:00",
+        ended_at="2026-11-21T10:00:20Z",
+        scenario=ScenarioRun(name="greeting", rate=2000, duration_s=20, warmup_s=30),
+        versions={"wrk2": "44a94c1"},
+    )
+    merged = parsed.with_context(RunContext.from_json(context.to_json()))
+    assert (merged.started_at, merged.ended_at, merged.scenario, merged.versions) == (
+        context.started_at, context.ended_at, context.scenario, context.versions,
+    )
+    assert (merged.achieved_rate, merged.latency_corrected) == (parsed.achieved_rate, parsed.latency_corrected)
+
+
+@pytest.mark.parametrize(
+    ("started", "ended", "message"),
+    [
+        ("yesterday", None, "started_at is not an ISO 8601 time: 'yesterday'"),
+        ("2026-11-21T10:00:00", None, "started_at has no time zone"),
+        ("2026-11-21T10:00:20Z", "2026-11-21T10:00:00Z", "the run ends .* before it starts"),
+    ],
+)
+def test_run_window_must_make_sense(started: str, ended: str | None, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        RunContext(started_at=started, ended_at=ended)
