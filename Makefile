@@ -35,3 +35,16 @@ lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check
 	@for p in playbooks/*.yml; do \
 	  $(BIN)/ansible-playbook -i $(INVENTORY) --syntax-check $$p >/dev/null || exit 1; \
 	done; echo "syntax-check: every playbook passes"
+
+# The apps under test. Maven and the default JDK build them; the contract suite and the
+# benchmark run them on the newest JDK under /usr/lib/jvm (PERFLAB_JAVA overrides it).
+APPS ?= quarkus spring-webflux spring-mvc
+MVN ?= mvn
+
+.PHONY: apps
+apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
+	$(MVN) -B -q -f apps/pom.xml package -DskipTests
+
+.PHONY: test-apps
+test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against each of APPS on a private TLS MariaDB
+	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS))

@@ -1,0 +1,287 @@
+"""The contract suite's targets: an app already running (--base-url) or apps it starts (--app).
+
+    pytest tests/contract --base-url http://127.0.0.1:8080 [--db-host H --db-user U ...]
+    pytest tests/contract --app quarkus --app spring-webflux --app spring-mvc --app spring-mvc+virtual
+
+With --app the suite starts a private MariaDB that requires TLS (harness.py), then each app from
+apps/<app>/target/perflab-<app>.jar in turn, resetting the DB to the seed between apps. Every
+test is parametrised by target, so the report says which app passes which check. Without a DB
+connection (--base-url alone) the checks that need one skip and say so.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pymysql
+import pytest
+import requests
+
+from harness import APPS, DB_NAME, REPO_ROOT, AppProcess, MariaDB
+from openapi_check import OpenApi
+
+CONTRACT_README = REPO_ROOT / "apps" / "contract" / "README.md"
+COUNTERS = ("select", "insert", "update", "delete")
+# A variant is an app started with one more setting (docs/ARCHITECTURE.md's env vars).
+VARIANTS = {
+    "virtual": {"PERFLAB_THREADS": "virtual"},
+    "platform": {"PERFLAB_THREADS": "platform"},
+    "worker": {"PERFLAB_GREETING_DISPATCH": "worker"},
+    "io": {"PERFLAB_GREETING_DISPATCH": "io"},
+}
+# A statement count may only be retried for noise (a pool's housekeeping adds statements, it
+# never removes any); the expected values never change.
+STATEMENT_ATTEMPTS = 3
+REQUEST_TIMEOUT_S = 30
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("contract", "perflab contract suite")
+    group.addoption("--base-url", help="check the app already running at this URL")
+    group.addoption(
+        "--app", action="append", default=[],
+        help=f"start this app from its jar and check it (repeatable): {', '.join(APPS)}; "
+             f"a +variant sets one more option: {', '.join('+' + v for v in VARIANTS)}",
+    )
+    group.addoption("--app-name", help="with --base-url: the app's name, expected as the metrics' application tag")
+    group.addoption("--pool-size", type=int, default=4, help="with --app: PERFLAB_DB_POOL_SIZE (default 4)")
+    group.addoption("--work-dir", default=str(REPO_ROOT / "build" / "contract"),
+                    help="with --app: where the DB and the app logs live (default build/contract)")
+    group.addoption("--db-host", help="with --base-url: the app's DB, for statement counts and the TLS check")
+    group.addoption("--db-port", type=int, default=3306)
+    group.addoption("--db-name", default="perflab")
+    group.addoption("--db-user", default="root", help="a user that may read global status and grants")
+    group.addoption("--db-password", default="")
+    group.addoption("--db-ca", help="PEM of the CA that signed the DB server's certificate")
+    group.addoption("--app-db-user", default="perflab", help="the DB user the app connects as")
+
+
+class StatementCounter:
+    """DB statements from the server's global Com_* counters, minus the monitor's own."""
+
+    def __init__(self, connection: pymysql.connections.Connection) -> None:
+        self.connection = connection
+        self.own = self._calibrate()
+
+    def snapshot(self) -> dict[str, int]:
+        names = ", ".join(f"'Com_{name}'" for name in COUNTERS)
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
+            values = {name.lower().removeprefix("com_"): int(value) for name, value in cursor.fetchall()}
+        return {name: values[name] for name in COUNTERS}
+
+    def _calibrate(self) -> dict[str, int]:
+        """The monitor's own statements between two snapshots: the least of a few tries."""
+        tries = []
+        for _ in range(5):
+            before = self.snapshot()
+            after = self.snapshot()
+            tries.append({name: after[name] - before[name] for name in COUNTERS})
+        return {name: min(t[name] for t in tries) for name in COUNTERS}
+
+    def count(self, action: Callable[[], Any]) -> tuple[Any, dict[str, int]]:
+        before = self.snapshot()
+        result = action()
+        after = self.snapshot()
+        return result, {name: after[name] - before[name] - self.own[name] for name in COUNTERS}
+
+
+def contract_statement_table(path: Path = CONTRACT_README) -> dict[str, dict[str, int]]:
+    """The contract README's "DB statements per request" table: request label -> counts."""
+    table: dict[str, dict[str, int]] = {}
+    in_section = False
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            in_section = line.strip() == "## DB statements per request"
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if in_section and len(cells) == 5 and all(cell.isdigit() for cell in cells[1:]):
+            table[cells[0]] = dict(zip(COUNTERS, map(int, cells[1:])))
+    return table
+
+
+@dataclass
+class Target:
+    """One app under test as the tests see it."""
+
+    name: str
+    base_url: str
+    application: str | None
+    monitor: pymysql.connections.Connection | None = None
+    app_db_user: str = "perflab"
+    process: AppProcess | None = None
+    db: MariaDB | None = None
+    pool_size: int | None = None
+    counter: StatementCounter | None = None
+    http: requests.Session = field(default_factory=requests.Session)
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", REQUEST_TIMEOUT_S)
+        return self.http.request(method, self.url(path), **kwargs)
+
+    def query(self, sql: str, args: Any = None) -> list[tuple]:
+        if self.monitor is None:
+            pytest.skip("no DB connection: give --db-host (or run with --app)")
+        with self.monitor.cursor() as cursor:
+            cursor.execute(sql, args)
+            return list(cursor.fetchall())
+
+    def statements(self, action: Callable[[], Any]) -> tuple[Any, dict[str, int]]:
+        if self.counter is None:
+            pytest.skip("no DB connection to count statements: give --db-host (or run with --app)")
+        return self.counter.count(action)
+
+    def expect_statements(self, action: Callable[[], Any], expected: dict[str, int]) -> Any:
+        """Run `action` (a fresh request each time) until the counted statements equal `expected`.
+
+        Retried only while every counter is at or above its expected value: background noise can
+        add statements, never remove them.
+        """
+        seen = []
+        for _ in range(STATEMENT_ATTEMPTS):
+            result, counted = self.statements(action)
+            if counted == expected:
+                return result
+            seen.append(counted)
+            if any(counted[name] < expected[name] for name in COUNTERS):
+                break
+            time.sleep(0.5)
+        raise AssertionError(f"DB statements {seen} (one per attempt), the contract says {expected}")
+
+
+def _variant(spec: str) -> tuple[str, dict[str, str]]:
+    app, _, variant = spec.partition("+")
+    if app not in APPS:
+        raise pytest.UsageError(f"--app {spec}: unknown app {app!r}; one of {', '.join(APPS)}")
+    if variant and variant not in VARIANTS:
+        raise pytest.UsageError(f"--app {spec}: unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
+    return app, VARIANTS.get(variant, {})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for spec in config.getoption("app", default=[]) or []:
+        _variant(spec)
+    if config.getoption("base_url", default=None) and config.getoption("app", default=None):
+        raise pytest.UsageError("give either --base-url or --app, not both")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    specs = list(config.getoption("app", default=[]) or [])
+    if config.getoption("base_url", default=None):
+        specs = ["url"]
+    if not specs:
+        unconfigured = pytest.param(
+            None, id="unconfigured",
+            marks=pytest.mark.skip(reason="contract suite: give --base-url URL or --app NAME"),
+        )
+        metafunc.parametrize("target", [unconfigured], indirect=True, scope="session")
+        return
+    metafunc.parametrize("target", specs, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def api() -> OpenApi:
+    return OpenApi()
+
+
+@pytest.fixture(scope="session")
+def statement_table() -> dict[str, dict[str, int]]:
+    return contract_statement_table()
+
+
+@pytest.fixture(scope="session")
+def work_dir(request: pytest.FixtureRequest) -> Path:
+    root = Path(request.config.getoption("work_dir"))
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=root))
+
+
+@pytest.fixture(scope="session")
+def harness_db(work_dir: Path):
+    db = MariaDB(work_dir / "mariadb")
+    try:
+        db.start()
+        yield db
+    finally:
+        db.stop()
+        # The data directory is large and useless afterwards; the logs stay.
+        shutil.rmtree(db.workdir / "data", ignore_errors=True)
+
+
+def warm_up(target: Target, concurrency: int) -> None:
+    """Fill the app's DB pool and exercise every route once, so counts see no connection opening."""
+    paths = ["/zipcodes/10000", "/zipcodes?city=City-0000", "/books", "/greeting/warm", "/hello/0"]
+    for _ in range(3):
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+            for response in pool.map(lambda p: requests.get(target.url(p), timeout=REQUEST_TIMEOUT_S),
+                                     paths * concurrency):
+                response.close()
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest):
+    spec = request.param
+    config = request.config
+    if spec == "url":
+        monitor = None
+        if config.getoption("db_host"):
+            ssl = {"ca": config.getoption("db_ca")} if config.getoption("db_ca") else None
+            monitor = pymysql.connect(
+                host=config.getoption("db_host"), port=config.getoption("db_port"),
+                user=config.getoption("db_user"), password=config.getoption("db_password"),
+                database=config.getoption("db_name"), ssl=ssl, autocommit=True,
+            )
+        found = Target(
+            name="url", base_url=config.getoption("base_url").rstrip("/"),
+            application=config.getoption("app_name"), monitor=monitor,
+            app_db_user=config.getoption("app_db_user"),
+        )
+        warm_up(found, 16)
+        if monitor is not None:
+            found.counter = StatementCounter(monitor)
+        yield found
+        if monitor is not None:
+            monitor.close()
+        return
+    app, extra_env = _variant(spec)
+    db: MariaDB = request.getfixturevalue("harness_db")
+    db.reset()
+    work_dir: Path = request.getfixturevalue("work_dir")
+    pool_size = config.getoption("pool_size")
+    process = AppProcess(app=app, db=db, workdir=work_dir / spec, pool_size=pool_size, extra_env=extra_env)
+    monitor = db.root_connection(database=DB_NAME)
+    try:
+        process.start()
+        process.wait_ready()
+        started = Target(
+            name=spec, base_url=process.base_url, application=app, monitor=monitor,
+            process=process, db=db, pool_size=pool_size,
+        )
+        warm_up(started, 2 * pool_size)
+        started.counter = StatementCounter(monitor)
+        yield started
+    finally:
+        process.stop()
+        monitor.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    found = getattr(item, "funcargs", {}).get("target")
+    if report.failed and isinstance(found, Target) and found.process is not None:
+        report.sections.append((f"{found.name} log ({found.process.log_file})", found.process.log_tail(40)))
+

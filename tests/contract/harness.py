@@ -1,0 +1,330 @@
+"""Start what the contract suite and the app benchmark run against, on loopback.
+
+`MariaDB` is a private, throw-away MariaDB server that requires TLS from the apps' user, with a
+CA and server certificate generated here; `AppProcess` is one app under test started from its
+jar with the environment variables of docs/ARCHITECTURE.md. Neither touches a system service:
+both live under a temporary directory and are stopped by whoever started them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import ipaddress
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymysql
+import requests
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_SQL = REPO_ROOT / "apps" / "db" / "schema.sql"
+SEED_SQL = REPO_ROOT / "apps" / "db" / "seed.sql"
+APPS = ("quarkus", "spring-webflux", "spring-mvc")
+DB_NAME = "perflab"
+APP_DB_USER = "perflab"
+
+# Generous limits: two shared cores, a cold JVM and a first MariaDB start are slow.
+DB_START_TIMEOUT_S = 60
+APP_READY_TIMEOUT_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def newest_java() -> str:
+    """The java of the newest JDK under /usr/lib/jvm (virtual threads need 21+), else PATH's."""
+    override = os.environ.get("PERFLAB_JAVA")
+    if override:
+        return override
+    candidates = []
+    for home in Path("/usr/lib/jvm").glob("*"):
+        release = home / "release"
+        java = home / "bin" / "java"
+        if home.is_symlink() or not release.is_file() or not java.is_file():
+            continue
+        for line in release.read_text().splitlines():
+            if line.startswith("JAVA_VERSION="):
+                version = line.split("=", 1)[1].strip('"')
+                major = version.split(".")[0]
+                if major.isdigit():
+                    candidates.append((int(major), str(java)))
+    if candidates:
+        return max(candidates)[1]
+    found = shutil.which("java")
+    if not found:
+        raise RuntimeError("no JDK found: install one or set PERFLAB_JAVA")
+    return found
+
+
+def app_jar(app: str) -> Path:
+    return REPO_ROOT / "apps" / app / "target" / f"perflab-{app}.jar"
+
+
+def _write_ca_and_server_cert(directory: Path) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a server certificate for localhost / 127.0.0.1 signed by it."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "perflab contract test CA")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    server_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    server_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+        .issuer_name(ca_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca_path = directory / "ca.crt"
+    cert_path = directory / "server.crt"
+    key_path = directory / "server.key"
+    ca_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    cert_path.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    key_path.chmod(0o600)
+    return ca_path, cert_path, key_path
+
+
+@dataclass
+class MariaDB:
+    """A private mariadbd on 127.0.0.1:<free port>; the admin account through the unix socket only."""
+
+    workdir: Path
+    port: int = 0
+    app_password: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    process: subprocess.Popen | None = None
+
+    @property
+    def admin_user(self) -> str:
+        """The account unix-socket authentication maps this OS user to."""
+        return "root" if os.geteuid() == 0 else getpass.getuser()
+
+    @property
+    def socket_path(self) -> Path:
+        return self.workdir / "mariadb.sock"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.workdir / "ca.crt"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "mariadbd.log"
+
+    def start(self) -> None:
+        for tool in ("mariadb-install-db", "mariadbd", "mariadb"):
+            if not shutil.which(tool):
+                raise RuntimeError(f"{tool} not found: apt-get install mariadb-server mariadb-client")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        datadir = self.workdir / "data"
+        _, cert, key = _write_ca_and_server_cert(self.workdir)
+        # mariadbd refuses to run as root unless told which user to run as; a non-root user gets
+        # its own socket-authenticated admin account.
+        user_option = ["--user=root"] if os.geteuid() == 0 else [f"--auth-root-socket-user={self.admin_user}"]
+        subprocess.run(
+            ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}",
+             "--auth-root-authentication-method=socket", "--skip-test-db", *user_option],
+            check=True, capture_output=True, text=True,
+        )
+        self.port = self.port or free_port()
+        command = [
+            "mariadbd", "--no-defaults", f"--datadir={datadir}", f"--socket={self.socket_path}",
+            f"--port={self.port}", "--bind-address=127.0.0.1", *user_option,
+            f"--ssl-ca={self.ca_file}", f"--ssl-cert={cert}", f"--ssl-key={key}",
+            # The app user connects from 127.0.0.1; no DNS round trip, no anonymous-user match.
+            "--skip-name-resolve",
+            f"--pid-file={self.workdir / 'mariadbd.pid'}", f"--log-error={self.log_file}",
+            # Small and quick: this server holds a 40,000-row seed, not a benchmark's data.
+            "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=48M",
+            "--performance-schema=OFF", "--max-connections=200",
+        ]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + DB_START_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mariadbd exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                self.root_connection().close()
+                break
+            except pymysql.err.OperationalError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"mariadbd not ready in {DB_START_TIMEOUT_S} s:\n{self.log_tail()}")
+                time.sleep(0.2)
+        self.mariadb_cli(f"CREATE DATABASE IF NOT EXISTS {DB_NAME}")
+        self.mariadb_cli(SCHEMA_SQL.read_text(), database=DB_NAME)
+        # ARCHITECTURE.md: the apps' user needs TLS and owns perflab.*; no anonymous users.
+        self.mariadb_cli(
+            "DELETE FROM mysql.global_priv WHERE User = ''; FLUSH PRIVILEGES; "
+            + " ".join(
+                f"CREATE USER '{APP_DB_USER}'@'{host}' IDENTIFIED BY '{self.app_password}' REQUIRE SSL; "
+                f"GRANT ALL PRIVILEGES ON {DB_NAME}.* TO '{APP_DB_USER}'@'{host}';"
+                for host in ("%", "localhost")
+            )
+        )
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the deterministic seed state (the seed truncates and refills)."""
+        self.mariadb_cli(SEED_SQL.read_text(), database=DB_NAME)
+
+    def mariadb_cli(self, sql: str, database: str | None = None) -> None:
+        command = ["mariadb", "--no-defaults", f"--socket={self.socket_path}", f"--user={self.admin_user}"]
+        if database:
+            command.append(database)
+        subprocess.run(command, input=sql, check=True, capture_output=True, text=True)
+
+    def root_connection(self, **kwargs) -> pymysql.connections.Connection:
+        return pymysql.connect(unix_socket=str(self.socket_path), user=self.admin_user, autocommit=True, **kwargs)
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_file.exists():
+            return "(no mariadbd log)"
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@dataclass
+class AppProcess:
+    """One app under test started from its jar; `extra_env` overrides the defaults below."""
+
+    app: str
+    db: MariaDB
+    workdir: Path
+    pool_size: int = 4
+    extra_env: dict[str, str] = field(default_factory=dict)
+    command_prefix: list[str] = field(default_factory=list)
+    java_opts: list[str] = field(default_factory=list)
+    port: int = 0
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0
+    ready_after_s: float = 0.0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / f"{self.app}.log"
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            PERFLAB_HTTP_PORT=str(self.port),
+            PERFLAB_DB_HOST="127.0.0.1",
+            PERFLAB_DB_PORT=str(self.db.port),
+            PERFLAB_DB_NAME=DB_NAME,
+            PERFLAB_DB_USER=APP_DB_USER,
+            PERFLAB_DB_PASSWORD=self.db.app_password,
+            PERFLAB_DB_CA_FILE=str(self.db.ca_file),
+            PERFLAB_DB_POOL_SIZE=str(self.pool_size),
+        )
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> None:
+        jar = app_jar(self.app)
+        if not jar.is_file():
+            raise RuntimeError(f"{jar} is missing: run `make apps` first")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        command = [*self.command_prefix, newest_java(), *self.java_opts, "-jar", str(jar)]
+        self.started_at = time.monotonic()
+        with self.log_file.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, env=self.environment(), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
+            )
+
+    def wait_ready(self, timeout_s: float = APP_READY_TIMEOUT_S) -> None:
+        """Poll /health/ready until 200; the first 200 marks the start time to first request."""
+        deadline = self.started_at + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.app} exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if requests.get(self.base_url + "/health/ready", timeout=2).status_code == 200:
+                    self.ready_after_s = time.monotonic() - self.started_at
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.app} not ready in {timeout_s} s:\n{self.log_tail()}")
+            time.sleep(0.02)
+
+    def max_rss_kib(self) -> int:
+        """VmHWM of the JVM: the peak resident set size, in KiB."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        raise RuntimeError(f"no VmHWM in /proc/{self.process.pid}/status")
+
+    def log_tail(self, lines: int = 80) -> str:
+        if not self.log_file.exists():
+            return "(no log)"
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

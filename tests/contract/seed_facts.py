@@ -1,0 +1,50 @@
+"""The seeded rows, computed with apps/db/seed.sql's own formulas (see its header).
+
+The suite compares answers for seeded keys with these; writes only ever use fresh ZIP+4 keys
+and new books/orders, so seeded rows never change during a run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+ZIPCODES = 40_000
+CITIES = 2_000
+BOOKS = 100
+USERS = 1_000
+STATES = ("AL", "CA", "FL", "GA", "IL", "MA", "NY", "OH", "TX", "WA")
+TIMEZONES = ("America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles")
+TYPES = ("STANDARD", "PO BOX", "UNIQUE")
+
+
+def zipcode(i: int) -> dict[str, str]:
+    """Seeded zip code number i (0..39,999): zip '10000' + i."""
+    assert 0 <= i < ZIPCODES
+    return {
+        "zip": str(10_000 + i),
+        "city": f"City-{i % CITIES:04d}",
+        "county": f"County-{i % 300:03d}",
+        "state": STATES[i % 10],
+        "timezone": TIMEZONES[i % 4],
+        "type": TYPES[i % 3],
+    }
+
+
+def city_zipcodes(city_number: int) -> list[dict[str, str]]:
+    """The seeded zip codes of City-<city_number>, ordered by zip."""
+    return [zipcode(i) for i in range(city_number, ZIPCODES, CITIES)]
+
+
+def book(book_id: int) -> dict[str, object]:
+    assert 1 <= book_id <= BOOKS
+    return {"id": book_id, "title": f"Book {book_id:03d}", "author": f"Author {book_id % 37:02d}"}
+
+
+_fresh = itertools.count(random.SystemRandom().randrange(10_000))
+
+
+def fresh_zip() -> str:
+    """A ZIP+4 key no seed holds and no earlier call returned (run after run, on the same DB)."""
+    n = next(_fresh)
+    return f"{50_000 + random.SystemRandom().randrange(50_000):05d}-{n % 10_000:04d}"

@@ -1,0 +1,100 @@
+"""Readiness, liveness, Prometheus metrics, and TLS on the app's DB sessions."""
+
+from __future__ import annotations
+
+import re
+
+import pymysql
+import pytest
+
+from openapi_check import media_type
+
+SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\d+)?$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Prometheus text exposition samples: (name, labels, value); raise on a malformed line."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        assert match, f"not a Prometheus sample line: {line!r}"
+        labels = dict(LABEL.findall(match["labels"] or ""))
+        samples.append((match["name"], labels, float(match["value"])))
+    return samples
+
+
+def test_ready(target, api):
+    response = target.request("GET", "/health/ready", headers={"Accept": "application/json"})
+    assert response.status_code == 200, response.text
+    assert api.check(response, "get", "/health/ready")["status"] == "UP"
+
+
+def test_live(target, api):
+    response = target.request("GET", "/health/live", headers={"Accept": "application/json"})
+    assert response.status_code == 200, response.text
+    assert api.check(response, "get", "/health/live")["status"] == "UP"
+
+
+def test_metrics(target, api):
+    for path in ("/greeting/metricsprobe", "/zipcodes/10001", "/zipcodes/99999", "/greeting/%20"):
+        target.request("GET", path)
+    response = target.request("GET", "/metrics", headers={"Accept": "text/plain"})
+    assert response.status_code == 200, response.text[:300]
+    assert media_type(response) == "text/plain", response.headers.get("Content-Type")
+    samples = parse_metrics(api.check(response, "get", "/metrics"))
+    names = {name for name, _, _ in samples}
+
+    for required in ("http_server_requests_seconds_count", "jvm_memory_used_bytes",
+                     "perflab_db_pool_in_use", "perflab_db_pool_waiting"):
+        assert required in names, f"/metrics lacks {required}"
+    for prefix in ("jvm_gc_", "jvm_threads_"):
+        assert any(name.startswith(prefix) for name in names), f"/metrics has no {prefix}* metric"
+
+    requests_by_route = {
+        (labels.get("uri"), labels.get("status")): value
+        for name, labels, value in samples if name == "http_server_requests_seconds_count"
+    }
+    for route, status in (("/greeting/{name}", "200"), ("/zipcodes/{zip}", "200"),
+                          ("/zipcodes/{zip}", "404"), ("/greeting/{name}", "400")):
+        assert requests_by_route.get((route, status), 0) >= 1, (
+            f"no http_server_requests_seconds_count{{uri=\"{route}\",status=\"{status}\"}}; "
+            f"uris: {sorted({str(k[0]) for k in requests_by_route})}"
+        )
+    raw_uris = sorted(str(uri) for uri, _ in requests_by_route if uri and ("metricsprobe" in uri or "10001" in uri))
+    assert not raw_uris, f"uri labels must be route templates, found raw paths: {raw_uris}"
+
+    for name in ("perflab_db_pool_in_use", "perflab_db_pool_waiting", "jvm_memory_used_bytes",
+                 "http_server_requests_seconds_count"):
+        tagged = [labels.get("application") for n, labels, _ in samples if n == name]
+        expected = target.application
+        assert all(tagged) and (expected is None or set(tagged) == {expected}), (
+            f"{name}: application tags {sorted(set(map(str, tagged)))}, expected {expected or 'a non-empty tag'}"
+        )
+    pool = {n: value for n, _, value in samples if n.startswith("perflab_db_pool_")}
+    limit = target.pool_size if target.pool_size is not None else float("inf")
+    assert 0 <= pool["perflab_db_pool_in_use"] <= limit, pool
+    assert pool["perflab_db_pool_waiting"] >= 0, pool
+
+
+def test_db_sessions_use_tls(target):
+    """The app's DB user is REQUIRE SSL on every host, the app has sessions, and so they are TLS."""
+    hosts = [host for (host,) in target.query("SELECT Host FROM mysql.user WHERE User = %s", (target.app_db_user,))]
+    assert hosts, f"no DB user {target.app_db_user!r}"
+    for host in hosts:
+        grants = " ".join(row[0] for row in target.query("SHOW GRANTS FOR %s@%s", (target.app_db_user, host)))
+        assert re.search(r"REQUIRE (SSL|X509|ISSUER|SUBJECT|CIPHER)", grants), (
+            f"{target.app_db_user}@{host} does not require TLS: {grants}"
+        )
+    assert target.request("GET", "/health/ready").status_code == 200
+    sessions = target.query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s",
+                            (target.app_db_user,))
+    assert sessions[0][0] >= 1, "the app holds no DB session"
+    if target.db is None:
+        return
+    with pytest.raises(pymysql.err.OperationalError) as refused:
+        pymysql.connect(host="127.0.0.1", port=target.db.port, user=target.app_db_user,
+                        password=target.db.app_password, ssl_disabled=True).close()
+    assert refused.value.args[0] == 1045, f"a plaintext login must be refused: {refused.value}"
