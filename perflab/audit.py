@@ -252,7 +252,8 @@ def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleR
             Status.INVALID,
             f"not comparable: {app_evidence} while {db} was the bottleneck: {' and '.join(busy)}",
         )
-    return _result(name, Status.VALID, f"{app_evidence}; {db} " + ("busy: " + ", ".join(busy) if busy else "not saturated"))
+    db_state = f"busy: {', '.join(busy)}" if busy else "was not saturated"
+    return _result(name, Status.VALID, f"{app_evidence}; {db} {db_state}")
 
 
 def tiers_not_colocated(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
@@ -283,11 +284,13 @@ def warmed_up(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     if obs.warmup_s <= 0:
         return _result(name, Status.WARN, "no warm-up ran: interpreted and compiled code mixed in the measurement")
     if run.scenario is None:
-        return _result(name, Status.NOT_EVALUATED, f"not evaluated: {obs.warmup_s:g} s of warm-up ran, but no scenario was recorded")
-    asked = run.scenario.warmup_s
+        ran = f"{obs.warmup_s:g} s of warm-up ran, but no scenario was recorded"
+        return _result(name, Status.NOT_EVALUATED, f"not evaluated: {ran}")
+    asked, scenario = run.scenario.warmup_s, run.scenario.name
     if obs.warmup_s < asked:
-        return _result(name, Status.WARN, f"warm-up {obs.warmup_s:g} s, shorter than the {asked:g} s scenario {run.scenario.name} asks")
-    return _result(name, Status.VALID, f"warm-up {obs.warmup_s:g} s (scenario {run.scenario.name} asks {asked:g} s)")
+        shorter = f"warm-up {obs.warmup_s:g} s, shorter than the {asked:g} s scenario {scenario} asks"
+        return _result(name, Status.WARN, shorter)
+    return _result(name, Status.VALID, f"warm-up {obs.warmup_s:g} s (scenario {scenario} asks {asked:g} s)")
 
 
 def steady_mix(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:

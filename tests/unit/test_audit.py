@@ -172,7 +172,7 @@ def test_app_bottleneck_quiet_when_the_app_works_or_the_db_idles() -> None:
         db_disk_busy=0.2,
     )
     assert (idle_db.status, idle_db.evidence) == (
-        Status.VALID, "app used 0.40 of 4 cores (10%); the database not saturated",
+        Status.VALID, "app used 0.40 of 4 cores (10%); the database was not saturated",
     )
     no_db_data = rule_result(audit.app_is_bottleneck, app_cpu=TierCpu(busy_cores=0.4, allotted_cores=4))
     assert no_db_data.status is Status.NOT_EVALUATED
