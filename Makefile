@@ -48,3 +48,7 @@ apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
 .PHONY: test-apps
 test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against each of APPS on a private TLS MariaDB
 	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS))
+
+.PHONY: bench-apps
+bench-apps: $(VENV_STAMP) apps ## Benchmark each of APPS pinned to one core with k6: start time, max RSS, req/s on /greeting and /zipcodes
+	$(BIN)/python tests/contract/bench_apps.py $(APPS)
