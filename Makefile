@@ -52,3 +52,8 @@ test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against 
 .PHONY: bench-apps
 bench-apps: $(VENV_STAMP) apps ## Benchmark each of APPS pinned to one core with k6: start time, max RSS, req/s on /greeting and /zipcodes
 	$(BIN)/python tests/contract/bench_apps.py $(APPS)
+
+.PHONY: db-reset
+db-reset: $(VENV_STAMP) ## Restore the database's seed state (apps/db/seed.sql); the benchmark runner does it before every run
+	$(require_inventory)
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/db_reset.yml $(ANSIBLE_ARGS)
