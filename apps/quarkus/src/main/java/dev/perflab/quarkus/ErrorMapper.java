@@ -41,6 +41,9 @@ public class ErrorMapper {
 
     @ServerExceptionMapper
     public RestResponse<Error> http(WebApplicationException e) {
+        if (e.getCause() instanceof JsonProcessingException json) {
+            return badJson(json);
+        }
         int status = e.getResponse().getStatus();
         if (status >= 500) {
             LOG.error("Request failed", e);
