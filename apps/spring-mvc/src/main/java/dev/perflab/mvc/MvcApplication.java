@@ -8,7 +8,7 @@ import java.sql.Connection;
 import java.util.Map;
 import java.util.function.ToIntFunction;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.ApplicationRunner;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.annotation.Bean;
@@ -63,13 +63,13 @@ public class MvcApplication {
     }
 
     /**
-     * Hikari starts its pool on the first getConnection(); do that at startup so the pool is full
-     * (minimum-idle = maximum-pool-size) before the first request and no request opens a connection.
-     * A DB that is down does not stop the app: /health/ready reports it.
+     * Hikari starts its pool on the first getConnection(); do that before the web server starts, so
+     * the pool is full (minimum-idle = maximum-pool-size) before the first request and no request
+     * opens a connection. A DB that is down does not stop the app: /health/ready reports it.
      */
     @Bean
-    ApplicationRunner warmUpPool(HikariDataSource dataSource) {
-        return args -> {
+    SmartInitializingSingleton warmUpPool(HikariDataSource dataSource) {
+        return () -> {
             try (Connection ignored = dataSource.getConnection()) {
                 LoggerFactory.getLogger(MvcApplication.class).info("DB pool started");
             } catch (Exception e) {

@@ -1,0 +1,45 @@
+package dev.perflab.webflux;
+
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.NotNull;
+import jakarta.validation.constraints.Pattern;
+import jakarta.validation.constraints.Positive;
+import jakarta.validation.constraints.Size;
+import java.util.List;
+import org.springframework.data.annotation.Id;
+
+/** The JSON shapes of apps/contract/README.md; the constraints are the contract's rules. */
+final class Model {
+
+    static final String ZIP = "^[0-9]{5}(-[0-9]{4})?$";
+
+    /** Table zipcode. */
+    record Zipcode(
+            @Id @NotNull @Pattern(regexp = ZIP) String zip,
+            @NotNull @Size(min = 1, max = 64) String city,
+            @NotNull @Size(min = 1, max = 64) String county,
+            @NotNull @Pattern(regexp = "^[A-Z]{2}$") String state,
+            @NotNull @Size(min = 1, max = 32) String timezone,
+            @NotNull @Size(min = 1, max = 16) String type) {
+    }
+
+    /** Table book. */
+    record Book(@Id Long id, String title, String author) {
+    }
+
+    record NewBook(@NotBlank @Size(max = 128) String title, @NotBlank @Size(max = 128) String author) {
+    }
+
+    /** Table book_order. */
+    record BookOrder(@Id Long id, Long bookId, Long userId) {
+    }
+
+    record NewOrder(@NotNull @Positive Long bookId, @NotNull @Positive Long userId) {
+    }
+
+    record ApiError(int status, List<String> errors) {
+    }
+
+    private Model() {
+    }
+}
