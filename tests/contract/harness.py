@@ -283,8 +283,11 @@ class AppProcess:
         if not jar.is_file():
             raise RuntimeError(f"{jar} is missing: run `make apps` first")
         self.workdir.mkdir(parents=True, exist_ok=True)
+        # Run a private copy: a rebuild of apps/ during the run must not swap classes under the JVM.
+        private_jar = self.workdir / jar.name
+        shutil.copyfile(jar, private_jar)
         self.port = self.port or free_port()
-        command = [*self.command_prefix, newest_java(), *self.java_opts, "-jar", str(jar)]
+        command = [*self.command_prefix, newest_java(), *self.java_opts, "-jar", str(private_jar)]
         self.started_at = time.monotonic()
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(
@@ -328,3 +331,4 @@ class AppProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        (self.workdir / app_jar(self.app).name).unlink(missing_ok=True)
