@@ -53,7 +53,39 @@ test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against 
 bench-apps: $(VENV_STAMP) apps ## Benchmark each of APPS pinned to one core with k6: start time, max RSS, req/s on /greeting and /zipcodes
 	$(BIN)/python tests/contract/bench_apps.py $(APPS)
 
+# The lab. INVENTORY selects it (default: the local containers); ANSIBLE_ARGS passes options
+# to ansible-playbook, e.g. ANSIBLE_ARGS=--check or ANSIBLE_ARGS="--tags common".
+ANSIBLE_ARGS ?=
+define require_inventory
+	@test -e "$(INVENTORY)" || { echo "perflab: inventory '$(INVENTORY)' does not exist: use INVENTORY=inventory/local (the default) or a copy of inventory/example" >&2; exit 2; }
+endef
+
+.PHONY: lab-up
+lab-up: $(VENV_STAMP) ## Bring up the lab (INVENTORY=inventory/local: containers; or your SSH inventory)
+	$(require_inventory)
+	@scripts/ensure-docker-engine.sh "$(INVENTORY)"
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/site.yml $(ANSIBLE_ARGS)
+
+.PHONY: lab-down
+lab-down: $(VENV_STAMP) ## Remove the local containers and network (SSH labs: stop the lab's services); secrets, results stay
+	$(require_inventory)
+	@scripts/ensure-docker-engine.sh "$(INVENTORY)"
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/lab_down.yml $(ANSIBLE_ARGS)
+
+.PHONY: lab-status
+lab-status: $(VENV_STAMP) ## Each host: its tier, its services; the health of every Prometheus target
+	$(require_inventory)
+	@$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/lab_status.yml $(ANSIBLE_ARGS)
+
 .PHONY: db-reset
 db-reset: $(VENV_STAMP) ## Restore the database's seed state (apps/db/seed.sql); the benchmark runner does it before every run
 	$(require_inventory)
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/db_reset.yml $(ANSIBLE_ARGS)
+
+.PHONY: test-lab
+test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, lab-down
+	$(BIN)/pytest -v tests/lab
+
+.PHONY: bench-lab
+bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run
+	$(BIN)/python tests/bench/bench_lab.py

@@ -1,0 +1,63 @@
+"""The lab's lifecycle on the local default: up from nothing, idempotent, --check, status, down.
+Runs last (see conftest.py): it ends by taking the lab down."""
+from __future__ import annotations
+
+import subprocess
+
+from lab_helpers import LAB_HOSTS, LAB_NETWORK, docker_names, play_recap, run_make, tail
+
+
+def test_lab_up_converges_every_host(lab: str) -> None:
+    recap = play_recap(lab)
+    assert set(LAB_HOSTS) <= set(recap), recap
+    for host, counters in recap.items():
+        assert counters["failed"] == 0 and counters["unreachable"] == 0, (host, counters)
+
+
+def test_containers_are_separated_and_constrained(lab: str) -> None:
+    inspected = subprocess.run(
+        ["docker", "inspect", "--format",
+         "{{.Name}} {{.HostConfig.CpusetCpus}} {{.HostConfig.Memory}} {{.State.Running}}", *LAB_HOSTS],
+        capture_output=True, text=True, check=True).stdout.split("\n")
+    rows = {line.split()[0].lstrip("/"): line.split()[1:] for line in inspected if line}
+    assert rows["perflab-app"][0] == "1", rows
+    assert all(row[2] == "true" and int(row[1]) > 0 for row in rows.values()), rows
+    for host in LAB_HOSTS:
+        pid1 = subprocess.run(["docker", "exec", host, "cat", "/proc/1/comm"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        assert pid1 == "systemd", (host, pid1)
+    somaxconn = subprocess.run(["docker", "exec", "perflab-loadgen", "cat", "/proc/sys/net/core/somaxconn"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    assert somaxconn == "65535"
+
+
+def test_second_lab_up_changes_nothing(lab: str) -> None:
+    again = run_make("lab-up")
+    assert again.returncode == 0, tail(again.stdout, 120)
+    recap = play_recap(again.stdout)
+    assert set(LAB_HOSTS) <= set(recap), recap
+    changed = {host: counters["changed"] for host, counters in recap.items() if counters["changed"]}
+    assert not changed, f"second lab-up changed something: {changed}\n" + tail(again.stdout, 200)
+
+
+def test_check_mode_on_a_converged_lab_changes_nothing(lab: str) -> None:
+    checked = run_make("lab-up", "ANSIBLE_ARGS=--check")
+    assert checked.returncode == 0, tail(checked.stdout, 120)
+    recap = play_recap(checked.stdout)
+    assert all(counters["changed"] == 0 for counters in recap.values()), recap
+
+
+def test_lab_status_names_every_host_and_tier(lab: str) -> None:
+    status = run_make("lab-status")
+    assert status.returncode == 0, tail(status.stdout)
+    for host, tier in zip(LAB_HOSTS, ("loadgen", "db", "app", "monitoring")):
+        assert f"{host} [{tier}]" in status.stdout, tail(status.stdout)
+    assert "prometheus targets" in status.stdout
+    assert "UNREACHABLE" not in status.stdout.split("prometheus targets")[0], tail(status.stdout)
+
+
+def test_lab_down_leaves_no_container_or_network(lab: str) -> None:
+    down = run_make("lab-down")
+    assert down.returncode == 0, tail(down.stdout)
+    assert [name for name in docker_names("container", "perflab") if name in LAB_HOSTS] == []
+    assert LAB_NETWORK not in docker_names("network", LAB_NETWORK)
