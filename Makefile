@@ -82,6 +82,29 @@ db-reset: $(VENV_STAMP) ## Restore the database's seed state (apps/db/seed.sql);
 	$(require_inventory)
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/db_reset.yml $(ANSIBLE_ARGS)
 
+# The app under test. Options left empty keep the inventory's (or the role's) defaults.
+DEPLOY_APPS := quarkus spring-webflux spring-mvc
+APP ?=
+PROFILE ?=
+THREADS ?=
+DISPATCH ?=
+
+.PHONY: deploy
+deploy: $(VENV_STAMP) ## Deploy APP=quarkus|spring-webflux|spring-mvc [PROFILE=default|report3|report4] [THREADS=platform|virtual] [DISPATCH=io|worker]; stops the previous app
+	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
+	$(require_inventory)
+	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name=$(APP) \
+	  $(if $(PROFILE),-e app_profile=$(PROFILE)) $(if $(THREADS),-e app_spring_mvc_threads=$(THREADS)) \
+	  $(if $(DISPATCH),-e app_quarkus_greeting_dispatch=$(DISPATCH)) $(ANSIBLE_ARGS)
+
+# An app's jar is rebuilt when it is missing or older than its sources.
+define app_jar_rule
+apps/$(1)/target/perflab-$(1).jar: apps/pom.xml apps/$(1)/pom.xml $$(shell find apps/$(1)/src -type f 2>/dev/null)
+	$$(MVN) -B -q -f apps/$(1)/pom.xml package -DskipTests
+endef
+$(foreach app,$(DEPLOY_APPS),$(eval $(call app_jar_rule,$(app))))
+
 .PHONY: test-lab
 test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, lab-down
 	$(BIN)/pytest -v tests/lab
