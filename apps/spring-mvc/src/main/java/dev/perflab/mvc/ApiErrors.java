@@ -102,14 +102,19 @@ class ApiErrors extends RequestBodyAdviceAdapter {
         return error(HttpStatus.PAYLOAD_TOO_LARGE, TOO_LARGE);
     }
 
-    /** Spring's own errors (404 no route, 405, 415, ...) and ours (ResponseStatusException). */
+    /**
+     * Ours (a plain ResponseStatusException: 404 with what was not found) and Spring's own (404 no
+     * route, 405, 406, 413, 415, ...), those with the status' reason phrase so both apps agree.
+     */
     @ExceptionHandler
     ResponseEntity<ApiError> other(Exception e) {
-        if (e instanceof ResponseStatusException rse && rse.getReason() != null) {
+        if (e instanceof ResponseStatusException rse && rse.getClass() == ResponseStatusException.class
+                && rse.getReason() != null) {
             return error(rse.getStatusCode(), rse.getReason());
         }
         if (e instanceof ErrorResponse response) {
-            return error(response.getStatusCode(), reason(response.getStatusCode()));
+            HttpStatusCode status = response.getStatusCode();
+            return error(status, status.value() == 413 ? TOO_LARGE : reason(status));
         }
         LOG.error("request failed", e);
         return error(HttpStatus.INTERNAL_SERVER_ERROR, reason(HttpStatus.INTERNAL_SERVER_ERROR));

@@ -8,14 +8,15 @@ import dev.perflab.webflux.Model.ApiError;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.TypeMismatchException;
+import org.springframework.boot.web.embedded.netty.NettyServerCustomizer;
 import org.springframework.boot.web.error.ErrorAttributeOptions;
 import org.springframework.boot.web.reactive.error.DefaultErrorAttributes;
 import org.springframework.context.MessageSourceResolvable;
 import org.springframework.context.annotation.Bean;
-import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
@@ -29,11 +30,13 @@ import org.springframework.web.method.annotation.HandlerMethodValidationExceptio
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.server.ResponseStatusException;
 import org.springframework.web.server.ServerWebInputException;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerResponse;
 
 /**
  * Every error answers {"status": code, "errors": [...]} (apps/contract/README.md): validation,
- * unreadable bodies, bodies over 64 KiB (spring.codec.max-in-memory-size), and Spring's own
- * 404/405/415 alike (WebFlux hands errors of handler mapping to this advice too).
+ * unreadable bodies, bodies over 64 KiB (spring.codec.max-in-memory-size: Spring's 413), and
+ * Spring's own 404/405/415 alike (WebFlux hands errors of handler mapping to this advice too).
  */
 @RestControllerAdvice
 class ApiErrors {
@@ -63,9 +66,6 @@ class ApiErrors {
     @ExceptionHandler
     ResponseEntity<ApiError> badInput(ServerWebInputException e) {
         for (Throwable cause = e; cause != null; cause = cause.getCause()) {
-            if (cause instanceof DataBufferLimitException) {
-                return error(HttpStatus.PAYLOAD_TOO_LARGE, List.of(TOO_LARGE));
-            }
             if (cause instanceof TypeMismatchException mismatch && e.getMethodParameter() != null) {
                 return badRequest(List.of(e.getMethodParameter().getParameterName()
                         + ": invalid value '" + mismatch.getValue() + "'"));
@@ -77,19 +77,19 @@ class ApiErrors {
         return badRequest(List.of("body: must be a JSON document"));
     }
 
-    @ExceptionHandler
-    ResponseEntity<ApiError> tooLarge(DataBufferLimitException e) {
-        return error(HttpStatus.PAYLOAD_TOO_LARGE, List.of(TOO_LARGE));
-    }
-
-    /** Spring's own errors (404 no route, 405, 415, ...) and ours (ResponseStatusException). */
+    /**
+     * Ours (a plain ResponseStatusException: 404 with what was not found) and Spring's own (404 no
+     * route, 405, 406, 413, 415, ...), those with the status' reason phrase so both apps agree.
+     */
     @ExceptionHandler
     ResponseEntity<ApiError> other(Exception e) {
-        if (e instanceof ResponseStatusException rse && rse.getReason() != null) {
+        if (e instanceof ResponseStatusException rse && rse.getClass() == ResponseStatusException.class
+                && rse.getReason() != null) {
             return error(rse.getStatusCode(), List.of(rse.getReason()));
         }
         if (e instanceof ErrorResponse response) {
-            return error(response.getStatusCode(), List.of(reason(response.getStatusCode())));
+            HttpStatusCode status = response.getStatusCode();
+            return error(status, List.of(status.value() == 413 ? TOO_LARGE : reason(status)));
         }
         LOG.error("request failed", e);
         return error(HttpStatus.INTERNAL_SERVER_ERROR, List.of(reason(HttpStatus.INTERNAL_SERVER_ERROR)));
@@ -105,6 +105,25 @@ class ApiErrors {
                 return Map.of("status", status, "errors", List.of(reason(HttpStatusCode.valueOf(status))));
             }
         };
+    }
+
+    /**
+     * Reactor Netty answers a request whose URI Spring cannot parse (a broken %-escape in the path)
+     * with an empty 400 before any Spring code runs: give such answers the same JSON body.
+     */
+    @Bean
+    static NettyServerCustomizer jsonBodyForEmptyErrors() {
+        return server -> server.mapHandle((handled, connection) -> handled.then(Mono.defer(() -> {
+            if (connection instanceof HttpServerResponse response && !response.hasSentHeaders()
+                    && response.status().code() >= 400) {
+                int status = response.status().code();
+                return response.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+                        .sendString(Mono.just("{\"status\":" + status + ",\"errors\":[\""
+                                + reason(HttpStatusCode.valueOf(status)) + "\"]}"))
+                        .then();
+            }
+            return Mono.empty();
+        })));
     }
 
     static String jsonMessage(JsonProcessingException e) {

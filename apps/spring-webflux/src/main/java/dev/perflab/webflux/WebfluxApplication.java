@@ -12,6 +12,7 @@ import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.NestedExceptionUtils;
 
 @SpringBootApplication
 public class WebfluxApplication {
@@ -49,7 +50,8 @@ public class WebfluxApplication {
                 LoggerFactory.getLogger(WebfluxApplication.class).info("DB pool started with {} connections",
                         pool.warmup().block(Duration.ofSeconds(30)));
             } catch (RuntimeException e) {
-                LoggerFactory.getLogger(WebfluxApplication.class).warn("DB pool not started: {}", e.getMessage());
+                LoggerFactory.getLogger(WebfluxApplication.class).warn("DB pool not started: {}",
+                        NestedExceptionUtils.getMostSpecificCause(e).toString());
             }
         };
     }
