@@ -55,7 +55,7 @@ class ApiErrors extends RequestBodyAdviceAdapter {
     private static final String TOO_LARGE = "body: must not be larger than " + MAX_BODY_BYTES + " bytes";
     private static final Logger LOG = LoggerFactory.getLogger(ApiErrors.class);
 
-    /** Thrown while reading a body past the limit. */
+    /** Thrown before or while reading a body past the limit; Spring wraps it in HttpMessageNotReadableException. */
     static final class BodyTooLargeException extends IOException {
         BodyTooLargeException() {
             super(TOO_LARGE);
@@ -95,11 +95,6 @@ class ApiErrors extends RequestBodyAdviceAdapter {
             }
         }
         return badRequest(List.of("body: must be a JSON document"));
-    }
-
-    @ExceptionHandler
-    ResponseEntity<ApiError> tooLarge(BodyTooLargeException e) {
-        return error(HttpStatus.PAYLOAD_TOO_LARGE, TOO_LARGE);
     }
 
     /**
