@@ -3,6 +3,7 @@ package dev.perflab.quarkus;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import jakarta.validation.ConstraintViolation;
 import jakarta.validation.ConstraintViolationException;
 import jakarta.validation.Path;
@@ -48,7 +49,9 @@ public class ErrorMapper {
         if (status >= 500) {
             LOG.error("Request failed", e);
         }
-        return error(status, List.of(e.getMessage()));
+        String message = e.getMessage();
+        return error(status, List.of(message == null || message.isBlank()
+                ? e.getResponse().getStatusInfo().getReasonPhrase() : message));
     }
 
     @ServerExceptionMapper
@@ -60,7 +63,7 @@ public class ErrorMapper {
     private static RestResponse<Error> badJson(JsonProcessingException e) {
         String field = e instanceof JsonMappingException mapping && !mapping.getPath().isEmpty()
                 ? mapping.getPath().get(mapping.getPath().size() - 1).getFieldName() : null;
-        String message = e.getOriginalMessage();
+        String message = e instanceof UnrecognizedPropertyException ? "unknown field" : e.getOriginalMessage();
         return error(400, List.of(field == null ? "invalid JSON: " + message : field + ": " + message));
     }
 
