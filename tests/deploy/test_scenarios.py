@@ -112,6 +112,6 @@ def test_k6_scripts_run_at_a_constant_arrival_rate_from_env(name: str) -> None:
     proc = subprocess.run(["k6", "inspect", *settings, str(REPO / f"roles/loadgen/files/k6/{name}.js")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    scenario = json.loads(proc.stdout)["scenarios"]["constant"]
+    scenario = json.loads(proc.stdout)["scenarios"][name]
     assert scenario["executor"] == "constant-arrival-rate"
     assert (scenario["rate"], scenario["duration"], scenario["preAllocatedVUs"], scenario["maxVUs"]) == (321, "7s", 9, 11)

@@ -12,7 +12,7 @@ const WEIGHTS = [
 const TOTAL = WEIGHTS[0] + WEIGHTS[1] + WEIGHTS[2];
 const PARAMS = { headers: { 'Content-Type': 'application/json' } };
 
-export const options = perflabOptions(['get_books', 'post_books', 'post_orders']);
+export const options = perflabOptions('books-orders', ['get_books', 'post_books', 'post_orders']);
 
 export default function () {
   const { n, vu } = position();

@@ -5,7 +5,7 @@ import { BASE_URL, options as perflabOptions, record, summary } from './lib/perf
 const NAME = encodeURIComponent(__ENV.GREETING_NAME || 'perflab');
 const URL = `${BASE_URL}/greeting/${NAME}`;
 
-export const options = perflabOptions(['greeting']);
+export const options = perflabOptions('greeting', ['greeting']);
 
 export default function () {
   const res = http.get(URL, { tags: { name: 'GET /greeting/{name}', op: 'greeting' } });

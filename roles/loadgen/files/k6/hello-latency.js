@@ -6,7 +6,7 @@ import { BASE_URL, options as perflabOptions, record, summary } from './lib/perf
 const LATENCY_MS = parseInt(__ENV.LATENCY_MS || '100', 10);
 const URL = `${BASE_URL}/hello/${LATENCY_MS}`;
 
-export const options = perflabOptions(['hello']);
+export const options = perflabOptions('hello-latency', ['hello']);
 
 export default function () {
   const res = http.get(URL, { tags: { name: 'GET /hello/{latency}', op: 'hello' } });

@@ -11,7 +11,7 @@ const SEEDED_COUNT = 40000;
 const STATES = ['AL', 'CA', 'FL', 'GA', 'IL', 'MA', 'NY', 'OH', 'TX', 'WA'];
 const PARAMS = { headers: { 'Content-Type': 'application/json' } };
 
-export const options = perflabOptions(['read', 'write']);
+export const options = perflabOptions('zipcodes', ['read', 'write']);
 
 let writes = 0;
 

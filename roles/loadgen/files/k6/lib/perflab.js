@@ -5,7 +5,7 @@
 // PRE_ALLOCATED_VUS, MAX_VUS, SUMMARY_FILE (JSON summary path), KEY_PHASE (0..9: keeps the
 // fresh write keys of warm-up and measured phase apart).
 import exec from 'k6/execution';
-import { Counter } from 'k6/metrics';
+import { Counter, Gauge } from 'k6/metrics';
 
 export const BASE_URL = (__ENV.BASE_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const RATE = parseInt(__ENV.RATE || '100', 10);
@@ -16,10 +16,13 @@ export const KEY_PHASE = parseInt(__ENV.KEY_PHASE || '0', 10);
 
 // Every request, counted by operation; failures counted by kind (see errorKind).
 export const requests = new Counter('perflab_requests');
+// The target rate, so that dashboards (k6 remote write) plot achieved against target.
+const targetRate = new Gauge('perflab_target_rate');
 export const errors = new Counter('perflab_errors');
 const ERROR_KINDS = ['timeout', 'connect', 'network', 'http_4xx', 'http_5xx', 'unexpected_status'];
 
-export function options(operations) {
+// `workload` names the k6 scenario, so k6's own `scenario` tag says which workload ran.
+export function options(workload, operations) {
   // Thresholds that always pass make k6 keep the tagged sub-metrics in the summary.
   const thresholds = { perflab_errors: ['count>=0'] };
   for (const kind of ERROR_KINDS) thresholds[`perflab_errors{kind:${kind}}`] = ['count>=0'];
@@ -28,7 +31,7 @@ export function options(operations) {
     // One iteration = one request, started on schedule whether or not earlier ones have
     // answered: a constant rate, free of coordinated omission while VUs are available.
     scenarios: {
-      constant: {
+      [workload]: {
         executor: 'constant-arrival-rate',
         rate: RATE,
         timeUnit: '1s',
@@ -73,8 +76,10 @@ export function errorKind(res, expected) {
   return 'unexpected_status';
 }
 
-// Counts the request under `op` and, when it failed, its error kind.
+// Counts the request under `op` and, when it failed, its error kind. Every 100th iteration of
+// a VU also reports the target rate (often enough for a dashboard, cheap for the generator).
 export function record(res, op, expected) {
+  if (exec.vu.iterationInScenario % 100 === 0) targetRate.add(RATE);
   requests.add(1, { op });
   const kind = errorKind(res, expected);
   if (kind !== null) errors.add(1, { kind, op });
