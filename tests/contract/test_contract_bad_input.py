@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 import pytest
+import requests
 
 import seed_facts
 
@@ -166,3 +167,27 @@ def test_chunked_body_over_64_kib_gets_413(target, api, path):
     response = target.request("POST", path, data=chunks, headers=JSON_TYPE)
     assert response.status_code == 413, f"{response.status_code}: {response.text[:300]!r}"
     api.error(response)
+
+
+def test_connection_still_works_after_413(target):
+    """A server that rejects a body unread must close the connection or drain the body: the
+    requests after it on the same keep-alive connection get their own answers, promptly. Several
+    rounds of several requests, because a half-drained connection fails only now and then."""
+    payload = padded_json(BOOK)
+    with requests.Session() as http:
+        for round_number in range(8):
+            for chunked in (False, True):
+                data = (payload[i:i + 8192] for i in range(0, len(payload), 8192)) if chunked else payload
+                rejected = http.post(target.url("/books"), data=data, headers=JSON_TYPE, timeout=30)
+                assert rejected.status_code == 413, f"round {round_number}: {rejected.status_code}"
+                for follow_up in range(3):
+                    name = f"r{round_number}{'c' if chunked else 'l'}{follow_up}"
+                    try:
+                        after = http.get(target.url(f"/greeting/{name}"), timeout=10)
+                    except requests.Timeout:
+                        raise AssertionError(
+                            f"round {round_number}: request {follow_up + 1} after a 413 "
+                            f"({'chunked' if chunked else 'Content-Length'}) on the same connection got no "
+                            "answer in 10 s (close the connection or drain the body)"
+                        ) from None
+                    assert (after.status_code, after.text) == (200, f"hello {name}")

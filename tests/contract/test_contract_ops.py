@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pymysql
 import pytest
+import requests
 
 from openapi_check import media_type
 
@@ -98,3 +100,20 @@ def test_db_sessions_use_tls(target):
         pymysql.connect(host="127.0.0.1", port=target.db.port, user=target.app_db_user,
                         password=target.db.app_password, ssl_disabled=True).close()
     assert refused.value.args[0] == 1045, f"a plaintext login must be refused: {refused.value}"
+
+
+def test_keep_alive_requests_answer_promptly(target):
+    """Load generators reuse connections: 250 requests in a row on one keep-alive connection each
+    get their answer within 10 s (they take milliseconds; a stall here is a stuck connection)."""
+    paths = ("/greeting/keepalive", "/zipcodes/10002", "/hello/0", "/health/live", "/metrics")
+    stalls = []
+    with requests.Session() as http:
+        for number in range(250):
+            path = paths[number % len(paths)]
+            started = time.monotonic()
+            try:
+                response = http.get(target.url(path), timeout=10)
+                assert response.status_code == 200, f"{path}: {response.status_code}"
+            except requests.Timeout:
+                stalls.append(f"#{number} {path}: no answer in {time.monotonic() - started:.0f} s")
+    assert not stalls, f"{len(stalls)} of 250 keep-alive requests stalled: {stalls[:5]}"
