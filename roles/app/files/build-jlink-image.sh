@@ -59,4 +59,6 @@ trap 'rm -rf "$work"' EXIT
 "$work/$name/bin/java" -version >&2
 tar -C "$work" -czf "$work/$name.tar.gz" "$name"
 mv "$work/$name.tar.gz" "$archive"
+# Older images (other inputs) are never used again.
+find "$out_dir" -maxdepth 1 -name 'perflab-jdk-*.tar.gz' ! -name "$name.tar.gz" -delete
 echo "$archive"
