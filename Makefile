@@ -23,6 +23,9 @@ $(VENV_STAMP): requirements.txt pyproject.toml
 .PHONY: venv
 venv: $(VENV_STAMP) ## Create the controller virtualenv (.venv) from requirements.txt
 
+.PHONY: test
+test: lint test-unit test-apps test-lab ## Everything CI runs: lint, unit tests, the apps' contract suite, the lab end-to-end tests
+
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed) and mypy --strict
 	$(BIN)/mypy --strict perflab tests/unit
