@@ -34,6 +34,7 @@ from harness import APPS, REPO_ROOT, AppProcess, MariaDB
 SERVED_FRACTION_MIN = 0.95  # below this the app did not keep up with the offered rate
 DROPPED_FRACTION_MAX = 0.01  # k6 had no free VU for more than 1% of iterations: the app is saturated
 LOADGEN_CPU_MAX = 0.80  # Hyperfoil's rule: a load generator busier than 80% of its core is suspect
+APP_CPU_BOUND_MIN = 0.80  # below this share of its core at the first failed rate, the app's CPU was not the limit
 BEHIND_BEST_MAX = 2.0  # issue 3: no app more than 2x behind the best on /greeting without a reason
 FIRST_RATE = 1000
 MIN_RATE = 100
@@ -166,7 +167,7 @@ def find_max_rate(script: Path, process: AppProcess, endpoint: str, seconds: int
     steps: list[Step] = []
 
     def measure(rate: int) -> Step:
-        step = run_k6(script, process.base_url, endpoint, rate, seconds, core, process.process.pid, workdir)
+        step = run_k6(script, process.base_url, endpoint, rate, seconds, core, process.running.pid, workdir)
         steps.append(step)
         print(f"    {endpoint:9} rate {rate:6}/s: served {step.served_per_s:9.1f}/s failed {step.failed} "
               f"dropped {step.dropped} p99 {step.p99_ms:8.1f} ms app {step.app_cpu:4.2f} core "
@@ -194,7 +195,7 @@ def find_max_rate(script: Path, process: AppProcess, endpoint: str, seconds: int
 def wait_first_request(process: AppProcess, timeout_s: float = 120) -> float:
     """Seconds from exec to the first 200 of GET /greeting/{name}."""
     while True:
-        if process.process.poll() is not None:
+        if process.running.poll() is not None:
             raise RuntimeError(f"{process.app} exited:\n{process.log_tail()}")
         try:
             if requests.get(process.base_url + "/greeting/first", timeout=2).status_code == 200:
@@ -207,14 +208,14 @@ def wait_first_request(process: AppProcess, timeout_s: float = 120) -> float:
 
 
 def bench_app(spec: str, db: MariaDB, script: Path, workdir: Path, seconds: int,
-              app_core: int, loadgen_core: int) -> AppFigures:
+              app_core: int, loadgen_core: int, java_opts: list[str]) -> AppFigures:
     app, _, variant = spec.partition("+")
     extra_env = {"virtual": {"PERFLAB_THREADS": "virtual"}, "worker": {"PERFLAB_GREETING_DISPATCH": "worker"}}.get(
         variant, {})
     figures = AppFigures(spec)
     db.reset()
     process = AppProcess(app=app, db=db, workdir=workdir / spec, pool_size=16, extra_env=extra_env,
-                         command_prefix=["taskset", "-c", str(app_core)])
+                         command_prefix=["taskset", "-c", str(app_core)], java_opts=java_opts)
     try:
         process.start()
         figures.start_to_first_request_s = wait_first_request(process)
@@ -222,7 +223,7 @@ def bench_app(spec: str, db: MariaDB, script: Path, workdir: Path, seconds: int,
         print(f"  {spec}: first request after {figures.start_to_first_request_s:.2f} s; warming up", flush=True)
         for endpoint in ("greeting", "zipcodes"):
             run_k6(script, process.base_url, endpoint, FIRST_RATE // 2, WARMUP_SECONDS // 2, loadgen_core,
-                   process.process.pid, workdir)
+                   process.running.pid, workdir)
         for endpoint in ("greeting", "zipcodes"):
             figures.steps[endpoint] = find_max_rate(script, process, endpoint, seconds, loadgen_core, workdir)
         figures.max_rss_mib = process.max_rss_kib() / 1024
@@ -263,6 +264,10 @@ def report(all_figures: list[AppFigures]) -> None:
                 notes.append(f"/{endpoint}: k6 over {LOADGEN_CPU_MAX:.0%} of its core: figure may be the loadgen's")
             if best is None:
                 notes.append(f"/{endpoint}: no rate down to {MIN_RATE}/s sustained")
+            failed = [step for step in steps if not step.sustained]
+            if failed and max(step.app_cpu for step in failed) < APP_CPU_BOUND_MIN:
+                notes.append(f"/{endpoint}: the app used at most {max(step.app_cpu for step in failed):.2f} core where "
+                             "it fell behind: not CPU-bound (other load on its core, the DB or k6 limited it)")
             columns.append(f"{best.served_per_s if best else 0:9.0f} {efficiency(figures, endpoint):9.0f} "
                            f"{best.p99_ms if best else 0:7.1f}")
         print(f"{figures.app:20} {figures.start_to_first_request_s:13.2f} {figures.max_rss_mib:8.1f} | "
@@ -280,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--app-core", type=int, default=1, help="the core the app is pinned to (default 1)")
     parser.add_argument("--loadgen-core", type=int, default=0, help="the core k6 is pinned to (default 0)")
     parser.add_argument("--work-dir", default=str(REPO_ROOT / "build" / "bench-apps"))
+    # The same JVM options for every app (the deployment's business, not the app's): a fixed heap
+    # cap makes max RSS comparable; without one each JVM sizes its heap from the machine's RAM.
+    parser.add_argument("--java-opts", default="-Xmx256m", help="JVM options for every app (default -Xmx256m)")
     args = parser.parse_args(argv)
     for tool in ("k6", "taskset"):
         if not shutil.which(tool):
@@ -296,11 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     script.write_text(K6_SCRIPT)
     db = MariaDB(workdir / "mariadb")
     print(f"bench-apps: work dir {workdir}; apps on core {args.app_core}, k6 on core {args.loadgen_core}; "
-          f"load average {load_average()} on {os.cpu_count()} cores", flush=True)
+          f"JVM options {args.java_opts!r}; load average {load_average()} on {os.cpu_count()} cores", flush=True)
     try:
         db.start()
-        all_figures = [bench_app(spec, db, script, workdir, args.step_seconds, args.app_core, args.loadgen_core)
-                       for spec in args.apps]
+        all_figures = [bench_app(spec, db, script, workdir, args.step_seconds, args.app_core, args.loadgen_core,
+                                 args.java_opts.split()) for spec in args.apps]
     finally:
         db.stop()
         shutil.rmtree(db.workdir / "data", ignore_errors=True)

@@ -23,11 +23,10 @@ import pymysql
 import pytest
 import requests
 
+from contract_docs import COUNTERS, contract_statement_table
 from harness import APPS, DB_NAME, REPO_ROOT, AppProcess, MariaDB
 from openapi_check import OpenApi
 
-CONTRACT_README = REPO_ROOT / "apps" / "contract" / "README.md"
-COUNTERS = ("select", "insert", "update", "delete")
 # A variant is an app started with one more setting (docs/ARCHITECTURE.md's env vars).
 VARIANTS = {
     "virtual": {"PERFLAB_THREADS": "virtual"},
@@ -90,20 +89,6 @@ class StatementCounter:
         result = action()
         after = self.snapshot()
         return result, {name: after[name] - before[name] - self.own[name] for name in COUNTERS}
-
-
-def contract_statement_table(path: Path = CONTRACT_README) -> dict[str, dict[str, int]]:
-    """The contract README's "DB statements per request" table: request label -> counts."""
-    table: dict[str, dict[str, int]] = {}
-    in_section = False
-    for line in path.read_text().splitlines():
-        if line.startswith("## "):
-            in_section = line.strip() == "## DB statements per request"
-            continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if in_section and len(cells) == 5 and all(cell.isdigit() for cell in cells[1:]):
-            table[cells[0]] = dict(zip(COUNTERS, map(int, cells[1:])))
-    return table
 
 
 @dataclass

@@ -260,6 +260,13 @@ class AppProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def running(self) -> subprocess.Popen:
+        """The JVM's process; only after start()."""
+        if self.process is None:
+            raise RuntimeError(f"{self.app} was not started")
+        return self.process
+
+    @property
     def log_file(self) -> Path:
         return self.workdir / f"{self.app}.log"
 
@@ -298,8 +305,8 @@ class AppProcess:
         """Poll /health/ready until 200; the first 200 marks the start time to first request."""
         deadline = self.started_at + timeout_s
         while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.app} exited with {self.process.returncode}:\n{self.log_tail()}")
+            if self.running.poll() is not None:
+                raise RuntimeError(f"{self.app} exited with {self.running.returncode}:\n{self.log_tail()}")
             try:
                 if requests.get(self.base_url + "/health/ready", timeout=2).status_code == 200:
                     self.ready_after_s = time.monotonic() - self.started_at
@@ -312,11 +319,11 @@ class AppProcess:
 
     def max_rss_kib(self) -> int:
         """VmHWM of the JVM: the peak resident set size, in KiB."""
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        status = Path(f"/proc/{self.running.pid}/status").read_text()
         for line in status.splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
-        raise RuntimeError(f"no VmHWM in /proc/{self.process.pid}/status")
+        raise RuntimeError(f"no VmHWM in /proc/{self.running.pid}/status")
 
     def log_tail(self, lines: int = 80) -> str:
         if not self.log_file.exists():

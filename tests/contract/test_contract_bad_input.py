@@ -40,7 +40,10 @@ class Case:
             return None
         if isinstance(self.body, (dict, list)):
             return json.dumps(self.body).encode()
-        return self.body.encode() if isinstance(self.body, str) else self.body
+        if isinstance(self.body, str):
+            return self.body.encode()
+        assert isinstance(self.body, bytes), f"{self.id}: a body is a dict, list, str or bytes"
+        return self.body
 
 
 def padded_json(valid: dict) -> bytes:
