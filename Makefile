@@ -108,6 +108,35 @@ apps/$(1)/target/perflab-$(1).jar: apps/pom.xml apps/$(1)/pom.xml $$(shell find 
 endef
 $(foreach app,$(DEPLOY_APPS),$(eval $(call app_jar_rule,$(app))))
 
+# A benchmark run (playbooks/bench.yml). Empty options keep the scenario's values.
+SCENARIO ?=
+RATE ?=
+DURATION ?=
+WARMUP ?=
+TOOL ?= k6
+DB_DELAY_MS ?= 0
+BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' -e loadgen_duration='$(DURATION)' \
+  -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' \
+  $(if $(PROFILE),-e app_profile=$(PROFILE)) $(if $(THREADS),-e app_spring_mvc_threads=$(THREADS)) \
+  $(if $(DISPATCH),-e app_quarkus_greeting_dispatch=$(DISPATCH))
+
+.PHONY: bench
+bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=k6|wrk2] [DB_DELAY_MS=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
+	$(require_inventory)
+	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+
+.PHONY: compare
+compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under identical conditions, then a table of the results
+	$(require_inventory)
+	@$(MAKE) --no-print-directory $(foreach app,$(DEPLOY_APPS),apps/$(app)/target/perflab-$(app).jar)
+	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --apps "$(DEPLOY_APPS)" -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+
+.PHONY: test-bench
+test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (BENCH_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
+	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
+
 .PHONY: test-lab
 test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, lab-down
 	$(BIN)/pytest -v tests/lab

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""make compare: run playbooks/bench.yml for every app in turn with the same options, then
+print one table of the runs (achieved rate, corrected p50/p99/p99.9, errors, verdict).
+
+Usage: bench_compare.py --inventory INV --apps "quarkus spring-webflux spring-mvc" -- ANSIBLE_ARGS...
+Each run is a normal bench run under results/<run-id>/. Exit status: 0 when every run completed,
+1 otherwise (the table still lists every app, with the status of the runs that did not complete).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+
+
+def _run_dirs() -> set[Path]:
+    return set(RESULTS.iterdir()) if RESULTS.is_dir() else set()
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _row(app: str, run_dir: Path | None) -> list[str]:
+    if run_dir is None:
+        return [app, "-", "no run (rejected before it started)"]
+    status = _read(run_dir / "status.json") or {}
+    result = _read(run_dir / "result.json")
+    audit = _read(run_dir / "audit.json") or {}
+    if status.get("status") != "complete" or result is None:
+        reason = status.get("failed_step") or status.get("reason", "no status.json")
+        return [app, run_dir.name, f"incomplete: {reason}"]
+    percentiles = result["latency_corrected"]["percentiles_ms"]
+    errors = " ".join(f"{kind}={count}" for kind, count in result["errors"].items() if count) or "none"
+    return [
+        app, run_dir.name, "complete",
+        f"{result['target_rate']:g}", f"{result['achieved_rate']:.1f}",
+        *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
+        errors, audit.get("status", "?"),
+    ]
+
+
+def _table(rows: list[list[str]]) -> str:
+    header = ["app", "run", "status", "target/s", "achieved/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict"]
+    rows = [row + [""] * (len(header) - len(row)) for row in rows]
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", required=True)
+    parser.add_argument("--apps", required=True, help="space-separated app names")
+    parser.add_argument("ansible_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    extra = [a for a in args.ansible_args if a != "--"]
+    playbook = ROOT / "playbooks" / "bench.yml"
+    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
+    rows, all_complete = [], True
+    for app in args.apps.split():
+        print(f"perflab compare: {app}", flush=True)
+        before = _run_dirs()
+        code = subprocess.call([str(ansible_playbook), "-i", args.inventory, str(playbook), "-e", f"app_name={app}", *extra])
+        new = sorted(_run_dirs() - before)
+        run_dir = new[-1] if new else None
+        row = _row(app, run_dir)
+        all_complete = all_complete and code == 0 and row[2] == "complete"
+        rows.append(row)
+        if run_dir is None and code != 0:
+            break  # bad input is the same for every app: one clear error is enough
+    print(_table(rows))
+    return 0 if all_complete else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
