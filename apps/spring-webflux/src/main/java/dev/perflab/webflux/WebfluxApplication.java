@@ -11,8 +11,10 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.web.embedded.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
+import reactor.netty.ConnectionObserver;
 
 @SpringBootApplication
 public class WebfluxApplication {
@@ -35,6 +37,25 @@ public class WebfluxApplication {
             ToIntFunction<PoolMetrics> value) {
         Gauge.builder(name, pool, p -> p.getMetrics().map(value::applyAsInt).orElse(0))
                 .description(description).register(registry);
+    }
+
+    /**
+     * Works around a Reactor Netty HTTP/1.1 keep-alive stall (reactor/reactor-netty#4361, in 1.2.18, the version
+     * Spring Boot 3.5 manages; fixed upstream only after it). Reactor Netty reads a connection on demand. When a
+     * response is finished off the connection's event loop (a DB row on r2dbc-mysql's loop, /hello's timer,
+     * /metrics on boundedElastic), the client's next request can arrive before that exchange has terminated; it is
+     * buffered, and if the buffered request is then answered at once (/greeting, /health/live, a 400), the buffer
+     * drains without anyone asking Netty to read again: the request after it is never read, so never answered.
+     * Asking for a read each time an exchange terminates re-arms it; an extra read is harmless (a request that
+     * arrives while another is in flight is buffered, as for pipelining). Drop this once Reactor Netty has the fix.
+     */
+    @Bean
+    NettyServerCustomizer readAfterEachExchange() {
+        return server -> server.childObserve((connection, state) -> {
+            if (state == ConnectionObserver.State.DISCONNECTING) {
+                connection.channel().read();
+            }
+        });
     }
 
     /**
