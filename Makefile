@@ -42,6 +42,9 @@ lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check
 # The apps under test. Maven and the default JDK build them; the contract suite and the
 # benchmark run them on the newest JDK under /usr/lib/jvm (PERFLAB_JAVA overrides it).
 APPS ?= quarkus spring-webflux spring-mvc
+# The contract suite also runs the deploy-time variants: MVC on virtual threads, Quarkus' greeting
+# on a worker thread (report 3). `make test-apps CONTRACT_VARIANTS=` leaves them out.
+CONTRACT_VARIANTS ?= spring-mvc+virtual quarkus+worker
 MVN ?= mvn
 
 .PHONY: apps
@@ -49,8 +52,8 @@ apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
 	$(MVN) -B -q -f apps/pom.xml package -DskipTests
 
 .PHONY: test-apps
-test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against each of APPS on a private TLS MariaDB
-	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS))
+test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB
+	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS) $(CONTRACT_VARIANTS))
 
 .PHONY: bench-apps
 bench-apps: $(VENV_STAMP) apps ## Benchmark each of APPS pinned to one core with k6: start time, max RSS, req/s on /greeting and /zipcodes
