@@ -130,6 +130,15 @@ bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=k
 	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
+# `make lab`: the lab's main job from nothing, the first of the README's two commands.
+LAB_APP ?= quarkus
+LAB_SCENARIO ?= zipcodes
+
+.PHONY: lab
+lab: ## Bring up the lab and run its main job: one benchmark (LAB_APP=quarkus, LAB_SCENARIO=zipcodes) -> results/
+	$(MAKE) --no-print-directory lab-up
+	$(MAKE) --no-print-directory bench APP=$(LAB_APP) SCENARIO=$(LAB_SCENARIO)
+
 .PHONY: compare
 compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under identical conditions, then a table of the results
 	$(require_inventory)
