@@ -133,6 +133,24 @@ def _write_ca_and_server_cert(directory: Path) -> tuple[Path, Path, Path]:
     return ca_path, cert_path, key_path
 
 
+
+def tail_of(log_file: Path, lines: int) -> str:
+    """The last lines of a server's log, for a failing test's message."""
+    if not log_file.exists():
+        return f"(no log at {log_file})"
+    return "\n".join(log_file.read_text(errors="replace").splitlines()[-lines:])
+
+
+def terminate(process: subprocess.Popen | None) -> None:
+    """Stop a server started by the harness: SIGTERM, then SIGKILL after 30 s."""
+    if process and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
 @dataclass
 class MariaDB:
     """A private mariadbd on 127.0.0.1:<free port>; the admin account through the unix socket only."""
@@ -225,18 +243,10 @@ class MariaDB:
         return pymysql.connect(unix_socket=str(self.socket_path), user=self.admin_user, autocommit=True, **kwargs)
 
     def log_tail(self, lines: int = 40) -> str:
-        if not self.log_file.exists():
-            return "(no mariadbd log)"
-        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        return tail_of(self.log_file, lines)
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
 
 @dataclass
@@ -326,16 +336,8 @@ class AppProcess:
         raise RuntimeError(f"no VmHWM in /proc/{self.running.pid}/status")
 
     def log_tail(self, lines: int = 80) -> str:
-        if not self.log_file.exists():
-            return "(no log)"
-        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        return tail_of(self.log_file, lines)
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         (self.workdir / app_jar(self.app).name).unlink(missing_ok=True)
