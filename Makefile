@@ -7,6 +7,9 @@ VENV := .venv
 VENV_STAMP := $(VENV)/.installed
 BIN := $(CURDIR)/$(VENV)/bin
 INVENTORY ?= inventory/local
+# Where benchmark results go (and where report/compare read them): results/ by default.
+RESULTS ?= results
+export PERFLAB_RESULTS_DIR := $(abspath $(RESULTS))
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 
@@ -146,7 +149,7 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under
 	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --apps "$(DEPLOY_APPS)" -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 .PHONY: test-bench
-test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (BENCH_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
+test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
 .PHONY: test-lab

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "results"
+RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
 
 
 def _run_dirs() -> set[Path]:

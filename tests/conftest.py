@@ -1,0 +1,43 @@
+"""Fixtures every lab-level test directory shares (tests/lab, tests/bench_runs, ...): one lab
+per pytest session and one short benchmark run on it. See tests/labkit.py for the settings."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labkit import INVENTORY, REUSE_LAB, make, new_run_dir, read_json, run_dirs, tail
+
+# The run every test that needs "a normal run" shares: the README's main job, shortened.
+SHORT_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WARMUP=15s")
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[str]:
+    """`make lab-up` from nothing (any previous lab removed first), once per session; yields its
+    output and removes the lab at the end. PERFLAB_TEST_REUSE_LAB=1 keeps the lab as it is."""
+    if not REUSE_LAB:
+        down = make("lab-down")
+        assert down.returncode == 0, tail(down.stdout)
+    up = make("lab-up")
+    assert up.returncode == 0, f"make lab-up INVENTORY={INVENTORY} failed:\n" + tail(up.stdout, 120)
+    yield up.stdout
+    if not REUSE_LAB:
+        make("lab-down")
+
+
+@pytest.fixture(scope="session")
+def short_run(lab: str) -> Path:
+    """results/<run-id>/ of one complete short run (SHORT_RUN) on the session's lab."""
+    before = run_dirs()
+    done = make("bench", *SHORT_RUN)
+    assert done.returncode == 0, "the short run failed:\n" + tail(done.stdout, 80)
+    run_dir = new_run_dir(before)
+    assert read_json(run_dir / "status.json")["status"] == "complete", run_dir
+    return run_dir
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The lifecycle tests end with lab-down: run them after every other test using the lab."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0].endswith("test_lab_lifecycle.py"))
