@@ -1,0 +1,94 @@
+"""A small client of Prometheus' HTTP API (instant and range queries), stdlib only.
+
+Every failure (unreachable, HTTP error, a query Prometheus rejects, an answer that is not
+Prometheus') raises PrometheusError with one sentence an operator can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:9090"
+
+
+class PrometheusError(Exception):
+    """Prometheus could not answer a query; str() says why and where."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One series of an instant query: its labels and value (NaN stays NaN)."""
+
+    labels: dict[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a range query: its labels and (unix time, value) points."""
+
+    labels: dict[str, str]
+    points: tuple[tuple[float, float], ...]
+
+
+class Prometheus:
+    def __init__(self, url: str = DEFAULT_URL, timeout_s: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def _get(self, path: str, params: dict[str, str]) -> Any:
+        address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(address, timeout=self.timeout_s) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as error:
+            try:
+                detail = json.load(error).get("error", "")
+            except ValueError:
+                detail = ""
+            raise PrometheusError(f"Prometheus at {self.url} refused {params.get('query', path)!r}: "
+                                  f"HTTP {error.code} {detail}".rstrip()) from error
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise PrometheusError(f"Prometheus at {self.url} is unreachable ({reason}): is the lab up "
+                                  f"(make lab-status) and the URL right?") from error
+        except ValueError as error:
+            raise PrometheusError(f"{self.url} did not answer like Prometheus (not JSON)") from error
+        if not isinstance(body, dict) or body.get("status") != "success" or "data" not in body:
+            raise PrometheusError(f"Prometheus at {self.url} failed {params.get('query', path)!r}: "
+                                  f"{body.get('error', body) if isinstance(body, dict) else body}")
+        return body["data"]
+
+    def query(self, expr: str, at: float | None = None) -> list[Sample]:
+        """Instant query; at = unix time (default: now)."""
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        data = self._get("/api/v1/query", params)
+        if data.get("resultType") == "scalar":
+            return [Sample({}, float(data["result"][1]))]
+        return [Sample(dict(r["metric"]), float(r["value"][1])) for r in data.get("result", [])]
+
+    def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
+        """Range query from start to end (unix times) every step_s seconds."""
+        if not (end > start and step_s > 0):
+            raise ValueError(f"a range query needs end > start and step > 0, not {start}..{end} step {step_s}")
+        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
+        data = self._get("/api/v1/query_range", params)
+        return [
+            Series(dict(r["metric"]), tuple((float(t), float(v)) for t, v in r["values"]))
+            for r in data.get("result", [])
+        ]
+
+    def value(self, expr: str, at: float | None = None) -> float | None:
+        """The single value of an instant query that yields at most one series; None when empty."""
+        samples = [s for s in self.query(expr, at) if not math.isnan(s.value)]
+        if len(samples) > 1:
+            raise PrometheusError(f"{expr!r} yields {len(samples)} series where one was expected")
+        return samples[0].value if samples else None
