@@ -7,6 +7,7 @@ Commands:
       start and end, scenario, app and JVM settings, hosts, versions) is merged into it
   perflab audit RESULT.json [--observations OBS.json] [--json]
   perflab thresholds                                 every audit threshold with its reason
+  perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
 
 Exit codes:
   0  parsed; or the audit verdict is VALID
@@ -29,7 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, k6, wrk2
+from perflab import audit, k6, report, wrk2
 from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunContext, RunResult, SchemaError
 
 EXIT_OK = 0
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = commands.add_parser("thresholds", help="list every audit threshold with its reason")
     sub.set_defaults(command=_thresholds)
+    report.register(commands)
     return parser
 
 
