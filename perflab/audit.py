@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from perflab.model import SCHEMA_VERSION, RunResult, dumps, loads
 
@@ -43,6 +43,7 @@ class Thresholds:
     app_cpu_well_below: Threshold
     db_cpu_busy: Threshold
     db_disk_busy: Threshold
+    db_pool_waiting: Threshold
     max_write_share_drift: Threshold
     statements_per_request_tolerance: Threshold
     max_jit_compile_fraction: Threshold
@@ -77,6 +78,12 @@ THRESHOLDS = Thresholds(
         0.80,
         "Report 1, step 2: the DB disk was the bottleneck. A device busy over 80% of the window "
         "is saturated (its queue grows).",
+    ),
+    db_pool_waiting=Threshold(
+        0.5,
+        "Requests waiting for a DB connection, on average over the window: half a request always "
+        "waiting means the DB's answers, not the app's CPU, set the pace (a pool that keeps up has 0). "
+        "With the DB's CPUs busy (shared cores count: co-located tiers starve it too) the DB limited the run.",
     ),
     max_write_share_drift=Threshold(
         0.05,
@@ -143,8 +150,23 @@ class StatementsPerRequest:
 
 
 @dataclass(frozen=True)
+class Saturation:
+    """The queues that grow when a tier is the limit, over the run window; None = not observed."""
+
+    app_pool_waiting_avg: float | None = None  # requests waiting for a DB connection, time average
+    app_pool_waiting_max: float | None = None
+    app_pool_in_use_max: float | None = None  # DB connections lent out, at most
+    app_threads_blocked_max: float | None = None  # JVM threads BLOCKED on a monitor, at most
+    db_threads_running_avg: float | None = None  # MariaDB/MySQL threads running a statement
+    db_disk_await_ms: float | None = None  # average time an I/O of the DB's busiest disk took
+    loadgen_dropped_per_s: float | None = None  # k6 iterations it could not start, per second
+    network_link_fraction: dict[str, float] | None = None  # tier -> busiest direction / link speed
+
+
+@dataclass(frozen=True)
 class Observations:
-    """What the monitoring and the inventory saw during the run; None = not observed."""
+    """What the monitoring and the inventory saw during the run; None = not observed (and
+    `unobserved` may say why, by field name)."""
 
     source: str = ""  # where these came from, e.g. the Prometheus URL and the window
     loadgen_cpu: TierCpu | None = None
@@ -159,6 +181,10 @@ class Observations:
     statements_per_request: StatementsPerRequest | None = None
     expected_statements_per_request: StatementsPerRequest | None = None  # the contract, for the mix
     jit_compile_s: float | None = None  # JIT compile time inside the measured window
+    app_max_rss_bytes: float | None = None  # the app's largest resident memory in the window
+    cpus_busy: dict[str, float] | None = None  # tier -> fraction of its CPUs busy, any process
+    saturation: Saturation | None = None
+    unobserved: dict[str, str] = field(default_factory=dict)  # field name -> why it is None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -177,6 +203,14 @@ class Observations:
 
 
 NO_PROMETHEUS = "not evaluated: no Prometheus data"
+
+
+def _not_observed(obs: Observations, *names: str, what: str) -> str:
+    """Why a rule could not be evaluated: the observer's reason where it gave one."""
+    reasons = [obs.unobserved[n] for n in names if n in obs.unobserved]
+    if reasons:
+        return "not evaluated: " + "; ".join(dict.fromkeys(reasons))
+    return f"{NO_PROMETHEUS} {what}"
 
 
 @dataclass(frozen=True)
@@ -246,6 +280,12 @@ def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleR
         )
     if obs.db_disk_busy is not None and obs.db_disk_busy > t.db_disk_busy.value:
         busy.append(f"disk busy {obs.db_disk_busy:.0%} of the window")
+    shared = (obs.cpus_busy or {}).get("db")
+    waiting = (obs.saturation or Saturation()).app_pool_waiting_avg
+    if (shared is not None and shared > t.db_cpu_busy.value and waiting is not None
+            and waiting >= t.db_pool_waiting.value):
+        busy.append(f"its CPUs {shared:.0%} busy with every process of the machine while the app's requests "
+                    f"waited for a DB connection ({waiting:.1f} on average)")
     if app.busy_fraction < t.app_cpu_well_below.value and busy:
         return _result(
             name,
@@ -297,7 +337,8 @@ def steady_mix(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     """Read/write mix drifting more than 5 points between the first and last third: WARN."""
     name = "steady_mix"
     if obs.write_share_by_third is None:
-        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} on the read/write mix")
+        return _result(name, Status.NOT_EVALUATED,
+                       _not_observed(obs, "write_share_by_third", what="on the read/write mix"))
     first, middle, last = obs.write_share_by_third
     drift = round(abs(last - first), 9)  # 0.55 - 0.50 is 0.05000000000000004 in binary floats
     evidence = (
@@ -311,11 +352,12 @@ def same_db_work(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult
     """DB sessions without TLS, or statements per request not the contract's: INVALID."""
     name = "same_db_work"
     if obs.db_sessions is None and obs.statements_per_request is None:
-        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} on DB sessions and statements")
+        return _result(name, Status.NOT_EVALUATED, _not_observed(
+            obs, "db_sessions", "statements_per_request", what="on DB sessions and statements"))
     problems: list[str] = []
     checked: list[str] = []
     if obs.db_sessions is None:
-        checked.append("TLS not evaluated: no session data")
+        checked.append("TLS " + _not_observed(obs, "db_sessions", what="on DB sessions"))
     elif obs.db_sessions.tls < obs.db_sessions.total:
         untls = obs.db_sessions.total - obs.db_sessions.tls
         problems.append(f"{untls} of {obs.db_sessions.total} DB sessions without TLS")
@@ -323,8 +365,10 @@ def same_db_work(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult
         checked.append(f"all {obs.db_sessions.total} DB sessions used TLS")
     observed, expected = obs.statements_per_request, obs.expected_statements_per_request
     if observed is None or expected is None:
-        missing = "no contract figures for the scenario" if observed else "no statement counts"
-        checked.append(f"statements per request not evaluated: {missing}")
+        missing = "expected_statements_per_request" if observed else "statements_per_request"
+        default = "no contract figures for the scenario" if observed else "no statement counts"
+        reason = obs.unobserved.get(missing, default)
+        checked.append(f"statements per request not evaluated: {reason}")
     else:
         tolerance = t.statements_per_request_tolerance.value
         differing = [
@@ -345,7 +389,7 @@ def jit_quiet(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     """JIT compilation still busy in the measured window: WARN."""
     name = "jit_quiet"
     if obs.jit_compile_s is None:
-        return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} on JIT compilation")
+        return _result(name, Status.NOT_EVALUATED, _not_observed(obs, "jit_compile_s", what="on JIT compilation"))
     if run.duration_s <= 0:
         return _result(name, Status.NOT_EVALUATED, "not evaluated: the measured window is empty")
     fraction = obs.jit_compile_s / run.duration_s

@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""Turn what playbooks/bench.yml gathered (bench-inputs.json) into the run's context.json and
-observations.json, the files `perflab parse-* --context` and `perflab audit --observations` read.
+"""Turn what playbooks/bench.yml gathered (bench-inputs.json, db-sessions.json) and what
+Prometheus saw over the measured window into the run's context.json, observations.json and
+utilization.json (the files `perflab parse-* --context`, `perflab audit --observations` and
+`make report` read); after the audit, attribute the run to its limiting tier (attribution.json).
 
-Usage: bench_report.py RUN_DIR  (reads RUN_DIR/bench-inputs.json, writes the two files beside it)
-Prints one line: the CPU seconds each tier used in the measured phase.
+Usage: bench_report.py RUN_DIR [--prometheus URL]   context, observations, utilization
+       bench_report.py --attribute RUN_DIR          attribution.json from result.json + observations.json
+The first prints one line: the CPU seconds each tier used in the measured phase (JSON); the
+second prints the limiting tier's sentence and each tier's figures.
 """
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from perflab.audit import Observations, Placement, TierCpu
-from perflab.model import AppSettings, HostFacts, RunContext, ScenarioRun
+from perflab import attribution, observe
+from perflab.audit import DbSessions, Observations, Placement, TierCpu
+from perflab.model import AppSettings, HostFacts, RunContext, RunResult, ScenarioRun
+from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 
 # Environment variables of the tool that describe the workload rather than the plumbing.
 _PLUMBING = ("K6_", "SUMMARY_FILE", "BASE_URL")
@@ -68,36 +78,116 @@ def cpu_seconds(inputs: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _observations(inputs: dict[str, Any]) -> Observations:
+def _unix(iso: str) -> float:
+    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
+    """The DB's client sessions at the end of the window (roles/bench/tasks/db_sessions.yml)."""
+    path = run_dir / "db-sessions.json"
+    if not path.exists():
+        return None, "the run recorded no DB sessions (db-sessions.json missing)"
+    found = json.loads(path.read_text(encoding="utf-8"))
+    sessions = found.get("sessions") or []
+    if not sessions:
+        return None, "no network session of the app's DB user was open at the end of the window"
+    tls = sum(1 for s in sessions if s.get("tls"))
+    return DbSessions(total=len(sessions), tls=tls), ""
+
+
+def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) -> tuple[Observations, str]:
     used = cpu_seconds(inputs)
 
     def tier_cpu(tier: str) -> TierCpu:
         start, end = inputs["cpu_start"][tier], inputs["cpu_end"][tier]
         return TierCpu(busy_cores=used[tier] / max(end["at"] - start["at"], 1e-3), allotted_cores=len(start["cpus"]))
 
-    return Observations(
-        source=f"cgroup cpu.stat of each tier's host, sampled by playbooks/bench.yml around the measured phase "
+    window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]))
+    # Wait for every target's first scrape after the window (5 s interval, with a margin).
+    time.sleep(max(0.0, window.end + 12 - time.time()))
+    tier_cpus = {tier: (sample["host"], tuple(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
+    found = observe.observe(Prometheus(prometheus_url), window, inputs["deployment"]["app"], tier_cpus)
+    sessions, sessions_reason = db_sessions(run_dir)
+    unobserved = dict(found.unobserved)
+    if sessions is None:
+        unobserved["db_sessions"] = sessions_reason
+    version = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", inputs["versions"].get("database") or "")
+    database = (f"{'MariaDB' if version.group(3) or version.group(1) == 'MariaDB' else 'MySQL'} {version.group(2)}"
+                if version else "the database")
+    observations = Observations(
+        source=f"cgroup cpu.stat of each tier's host, sampled by playbooks/bench.yml around the measured phase, "
+               f"and Prometheus at {prometheus_url} "
                f"({inputs['measure_started_at']} .. {inputs['measure_ended_at']})",
         loadgen_cpu=tier_cpu("loadgen"),
         app_cpu=tier_cpu("app"),
         db_cpu=tier_cpu("db"),
+        db_disk_busy=found.db_disk_busy,
+        db_name=f"{database} on {inputs['cpu_start']['db']['host']}",
         placements=tuple(
             Placement(tier=tier, host=sample["host"], machine=sample["machine"], cpus=tuple(sample["cpus"]))
             for tier, sample in inputs["cpu_start"].items()
         ),
         warmup_s=float(inputs["run"]["warmup_s"]),
+        write_share_by_third=found.write_share_by_third,
+        db_sessions=sessions,
+        statements_per_request=found.statements_per_request,
+        expected_statements_per_request=found.expected_statements_per_request,
+        jit_compile_s=found.jit_compile_s,
+        app_max_rss_bytes=found.app_max_rss_bytes,
+        cpus_busy=found.cpus_busy,
+        saturation=found.saturation,
+        unobserved=unobserved,
     )
+    allotted = {tier: float(len(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
+    return observations, _utilization(prometheus_url, window, run_dir, allotted)
+
+
+def _utilization(prometheus_url: str, window: observe.Window, run_dir: Path, allotted: dict[str, float]) -> str:
+    """utilization.json (docs/ARCHITECTURE.md); absent when Prometheus had no data. Says what it did."""
+    target = run_dir / "utilization.json"
+    try:
+        series = observe.utilization(Prometheus(prometheus_url), window, allotted)
+    except PrometheusError as error:
+        target.unlink(missing_ok=True)
+        return f"utilization.json not written: {error}"
+    if not series:
+        target.unlink(missing_ok=True)
+        return "utilization.json not written: Prometheus had no per-tier CPU or memory in the window"
+    document = {
+        "schema_version": 1, "source": prometheus_url, "start": window.start, "end": window.end, "step_s": 5.0,
+        "tiers": {tier: {"allotted_cores": s.allotted_cores, "busy_cores": [list(p) for p in s.busy_cores],
+                         "memory_bytes": [list(p) for p in s.memory_bytes]} for tier, s in series.items()},
+    }
+    target.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    return f"utilization.json: {', '.join(series)}"
+
+
+def _attribute(run_dir: Path) -> int:
+    run = RunResult.from_json((run_dir / "result.json").read_text(encoding="utf-8"))
+    observations = Observations.from_json((run_dir / "observations.json").read_text(encoding="utf-8"))
+    found = attribution.attribute(run, observations)
+    (run_dir / "attribution.json").write_text(found.to_json(), encoding="utf-8")
+    print(f"bottleneck: {found.sentence}")
+    for line in found.evidence:
+        print(f"  {line}")
+    return 0
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    run_dir = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--prometheus", default=DEFAULT_URL, help="the lab's Prometheus (lab_prometheus_url)")
+    parser.add_argument("--attribute", action="store_true", help="write attribution.json after the audit")
+    args = parser.parse_args()
+    run_dir: Path = args.run_dir
+    if args.attribute:
+        return _attribute(run_dir)
     inputs = json.loads((run_dir / "bench-inputs.json").read_text(encoding="utf-8"))
     (run_dir / "context.json").write_text(_context(inputs).to_json() + "\n", encoding="utf-8")
-    (run_dir / "observations.json").write_text(_observations(inputs).to_json() + "\n", encoding="utf-8")
+    observations, utilization_note = _observations(inputs, run_dir, args.prometheus)
+    (run_dir / "observations.json").write_text(observations.to_json() + "\n", encoding="utf-8")
     print(json.dumps({tier: round(seconds, 3) for tier, seconds in cpu_seconds(inputs).items()}))
+    print(utilization_note, file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,244 @@
+"""Which tier limited a run: each tier's utilization and saturation over the measured window, and
+one sentence naming the limiting tier with its evidence, or saying that no tier was saturated
+(the system kept up with the offered rate).
+
+A tier limits a run when the queue in front of it grows, not merely when it is busy: a DB at 90%
+CPU that answers promptly did not slow the run down. So the evidence each tier needs is a busy
+resource AND a sign that the work waited for it:
+- db: the app's requests waited for a DB connection (the pool's queue; every statement took
+  longer than the pool could absorb) while the DB host's CPU, its CPUs (shared cores), or its
+  disk were saturated; pool waits with an idle DB mean slow round trips (network delay, locks),
+  still the DB tier;
+- app: its own CPU saturated against its allotted cores, or many threads BLOCKED on monitors,
+  with no wait on the DB;
+- loadgen: its own CPU over the audit's 80%, or iterations dropped while no tier downstream
+  queued (a generator that cannot start requests because the answers are slow is a symptom of
+  the tier behind it, not the limit);
+- network: a tier's interface near its link speed.
+Co-location matters: on the local default the db, loadgen and monitoring containers share one
+core, so "the DB's CPUs were busy" may be anyone's doing; the sentence names how much the tier
+itself used and how busy its CPUs were with everything, and the DB is named only with the app's
+pool waits (or the DB's own CPU/disk) as evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
+from perflab.audit import Observations, Saturation, Threshold, TierCpu
+from perflab.model import SCHEMA_VERSION, RunResult, dumps
+
+
+@dataclass(frozen=True)
+class AttributionThresholds:
+    cpu_saturated: Threshold
+    cpus_contended: Threshold
+    disk_busy: Threshold
+    pool_waiting: Threshold
+    threads_blocked: Threshold
+    loadgen_cpu: Threshold
+    dropped_per_s: Threshold
+    network_link: Threshold
+    kept_up: Threshold
+
+
+THRESHOLDS = AttributionThresholds(
+    cpu_saturated=Threshold(
+        0.90,
+        "A tier using over 90% of its allotted cores has no headroom: its run queue grows with any "
+        "burst, and a constant-rate load has bursts (Poisson-like arrivals at the server).",
+    ),
+    cpus_contended=Threshold(
+        0.90,
+        "The CPUs a tier may use, over 90% busy with every process of the machine (co-located tiers "
+        "included): the tier waits for a core even when its own use is small.",
+    ),
+    disk_busy=Threshold(
+        AUDIT_THRESHOLDS.db_disk_busy.value,
+        "The audit's DB disk threshold (report 1, step 2): a device busy over 80% of the window queues I/O.",
+    ),
+    pool_waiting=AUDIT_THRESHOLDS.db_pool_waiting,
+    threads_blocked=Threshold(
+        8,
+        "JVM threads BLOCKED on a monitor at the same moment: a few is normal churn, eight or more is "
+        "lock contention inside the app (report 4: pinned virtual threads).",
+    ),
+    loadgen_cpu=Threshold(
+        AUDIT_THRESHOLDS.max_loadgen_cpu_busy.value,
+        "The audit's load-generator threshold (Hyperfoil's 80%): above it the generator's own "
+        "scheduling delays become the measurement.",
+    ),
+    dropped_per_s=Threshold(
+        0.0,
+        "k6 drops an iteration when it cannot start it on time: any drop means the offered rate was not offered.",
+    ),
+    network_link=Threshold(
+        0.70,
+        "An interface over 70% of its link speed on average is near saturation (queueing grows fast "
+        "past it; bursts reach the line rate).",
+    ),
+    kept_up=Threshold(
+        AUDIT_THRESHOLDS.min_achieved_fraction.value,
+        "The audit's achieved-rate threshold: at 95% of the target or more the system kept up.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class TierFigures:
+    """One tier over the window: what it used and what queued in front of it."""
+
+    tier: str
+    busy_cores: float | None = None  # its own processes
+    allotted_cores: float | None = None
+    cpu_busy_fraction: float | None = None  # busy_cores / allotted_cores
+    cpus_busy_fraction: float | None = None  # its CPUs, busy with any process of the machine
+    disk_busy_fraction: float | None = None
+    disk_await_ms: float | None = None
+    network_link_fraction: float | None = None
+    pool_waiting_avg: float | None = None
+    pool_waiting_max: float | None = None
+    threads_blocked_max: float | None = None
+    threads_running_avg: float | None = None
+    dropped_per_s: float | None = None
+    saturated: tuple[str, ...] = ()  # the figures over their threshold, as text
+
+
+@dataclass(frozen=True)
+class Attribution:
+    limiting_tier: str | None  # "loadgen" | "app" | "db" | "network:<tier>" | None (kept up / unknown)
+    sentence: str
+    evidence: tuple[str, ...]
+    tiers: tuple[TierFigures, ...]
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return dumps(self)
+
+
+def _cpu(cpu: TierCpu | None) -> tuple[float | None, float | None, float | None]:
+    if cpu is None:
+        return None, None, None
+    return cpu.busy_cores, cpu.allotted_cores, cpu.busy_fraction
+
+
+def _over(value: float | None, threshold: Threshold, strictly: bool = False) -> bool:
+    if value is None:
+        return False
+    return value > threshold.value if strictly else value >= threshold.value
+
+
+def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = THRESHOLDS) -> tuple[TierFigures, ...]:
+    sat = obs.saturation or Saturation()
+    cpus_busy = obs.cpus_busy or {}
+    link = sat.network_link_fraction or {}
+    dropped = sat.loadgen_dropped_per_s
+    if dropped is None and run.dropped_iterations is not None and run.duration_s > 0:
+        dropped = run.dropped_iterations / run.duration_s
+    rows: list[TierFigures] = []
+    for tier, cpu in (("loadgen", obs.loadgen_cpu), ("app", obs.app_cpu), ("db", obs.db_cpu)):
+        busy, allotted, fraction = _cpu(cpu)
+        figures = TierFigures(
+            tier=tier, busy_cores=busy, allotted_cores=allotted, cpu_busy_fraction=fraction,
+            cpus_busy_fraction=cpus_busy.get(tier), network_link_fraction=link.get(tier),
+            disk_busy_fraction=obs.db_disk_busy if tier == "db" else None,
+            disk_await_ms=sat.db_disk_await_ms if tier == "db" else None,
+            pool_waiting_avg=sat.app_pool_waiting_avg if tier == "app" else None,
+            pool_waiting_max=sat.app_pool_waiting_max if tier == "app" else None,
+            threads_blocked_max=sat.app_threads_blocked_max if tier == "app" else None,
+            threads_running_avg=sat.db_threads_running_avg if tier == "db" else None,
+            dropped_per_s=dropped if tier == "loadgen" else None,
+        )
+        rows.append(_with_saturated(figures, t))
+    return tuple(rows)
+
+
+def _with_saturated(f: TierFigures, t: AttributionThresholds) -> TierFigures:
+    cpu_limit = t.loadgen_cpu if f.tier == "loadgen" else t.cpu_saturated
+    found: list[str] = []
+    if _over(f.cpu_busy_fraction, cpu_limit, strictly=f.tier == "loadgen"):
+        found.append(f"its CPU {f.busy_cores:.2f} of {f.allotted_cores:g} cores ({f.cpu_busy_fraction:.0%})")
+    if _over(f.cpus_busy_fraction, t.cpus_contended):
+        found.append(f"its CPUs {f.cpus_busy_fraction:.0%} busy with every process of the machine")
+    if _over(f.disk_busy_fraction, t.disk_busy):
+        wait = f", await {f.disk_await_ms:.1f} ms" if f.disk_await_ms is not None else ""
+        found.append(f"disk busy {f.disk_busy_fraction:.0%} of the window{wait}")
+    if _over(f.network_link_fraction, t.network_link):
+        found.append(f"network at {f.network_link_fraction:.0%} of its link speed")
+    if _over(f.pool_waiting_avg, t.pool_waiting):
+        found.append(f"{f.pool_waiting_avg:.1f} requests waiting for a DB connection on average "
+                     f"(at most {f.pool_waiting_max or 0:g})")
+    if _over(f.threads_blocked_max, t.threads_blocked):
+        found.append(f"up to {f.threads_blocked_max:g} threads BLOCKED on monitors")
+    if _over(f.dropped_per_s, t.dropped_per_s, strictly=True):
+        found.append(f"{f.dropped_per_s:.1f} iterations dropped per second")
+    return TierFigures(**{**{x.name: getattr(f, x.name) for x in fields(f)}, "saturated": tuple(found)})
+
+
+def _describe(f: TierFigures) -> str:
+    parts: list[str] = []
+    if f.busy_cores is not None and f.allotted_cores is not None:
+        parts.append(f"CPU {f.busy_cores:.2f} of {f.allotted_cores:g} cores")
+    if f.cpus_busy_fraction is not None:
+        parts.append(f"its CPUs {f.cpus_busy_fraction:.0%} busy (all processes)")
+    if f.disk_busy_fraction is not None:
+        await_text = f", await {f.disk_await_ms:.1f} ms" if f.disk_await_ms is not None else ""
+        parts.append(f"disk busy {f.disk_busy_fraction:.0%}{await_text}")
+    if f.threads_running_avg is not None:
+        parts.append(f"{f.threads_running_avg:.1f} threads running statements")
+    if f.pool_waiting_avg is not None:
+        parts.append(f"DB pool waits {f.pool_waiting_avg:.2f} avg / {f.pool_waiting_max or 0:g} max")
+    if f.threads_blocked_max is not None:
+        parts.append(f"{f.threads_blocked_max:g} threads blocked at most")
+    if f.dropped_per_s is not None:
+        parts.append(f"{f.dropped_per_s:.1f} dropped iterations/s")
+    if f.network_link_fraction is not None:
+        parts.append(f"network {f.network_link_fraction:.0%} of link")
+    return f"{f.tier}: " + (", ".join(parts) if parts else "no figures")
+
+
+def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRESHOLDS) -> Attribution:
+    rows = tier_figures(run, obs, t)
+    by_tier = {f.tier: f for f in rows}
+    loadgen, app, db = by_tier["loadgen"], by_tier["app"], by_tier["db"]
+    evidence = tuple(_describe(f) for f in rows)
+    achieved = run.achieved_rate / run.target_rate
+    rate_text = f"{run.achieved_rate:g} of {run.target_rate:g} req/s ({achieved:.0%})"
+
+    pool_waits = _over(app.pool_waiting_avg, t.pool_waiting)
+    app_cpu_saturated = _over(app.cpu_busy_fraction, t.cpu_saturated)
+    app_blocked = _over(app.threads_blocked_max, t.threads_blocked)
+    network = [f for f in rows if _over(f.network_link_fraction, t.network_link)]
+    loadgen_busy = _over(loadgen.cpu_busy_fraction, t.loadgen_cpu, strictly=True)
+    dropped = _over(loadgen.dropped_per_s, t.dropped_per_s, strictly=True)
+
+    def verdict(tier: str, why: str) -> Attribution:
+        return Attribution(tier, f"limited by the {why}, at {rate_text}.", evidence, rows)
+
+    db_resources = [s for s in db.saturated]
+    if pool_waits and (db_resources or not app_cpu_saturated):
+        waits = next(s for s in app.saturated if "waiting for a DB connection" in s)
+        if db_resources:
+            return verdict("db", f"database: the app had {waits} while the DB host had "
+                                 f"{' and '.join(db_resources)}")
+        return verdict("db", f"database's round trips: the app had {waits} while the DB host's CPU "
+                             "and disk were not saturated (slow answers: network delay or locks)")
+    if app_cpu_saturated or app_blocked:
+        return verdict("app", f"app: {' and '.join(s for s in app.saturated if 'DB connection' not in s)}")
+    if network:
+        return verdict(f"network:{network[0].tier}",
+                       f"network of the {network[0].tier} tier ({network[0].network_link_fraction:.0%} of its link speed)")
+    if loadgen_busy or (dropped and not (app.saturated or db.saturated)):
+        return verdict("loadgen", f"load generator: {' and '.join(loadgen.saturated)}")
+    if achieved >= t.kept_up.value and not dropped:
+        busy = [f"{f.tier} ({'; '.join(f.saturated)})" for f in rows if f.saturated]
+        note = f"; busy but not queueing: {', '.join(busy)}" if busy else ""
+        return Attribution(None, f"no tier was saturated: the system kept up with the offered rate, "
+                                 f"{rate_text}{note}.", evidence, rows)
+    observed = any(f.busy_cores is not None for f in rows) or obs.saturation is not None
+    if not observed:
+        return Attribution(None, f"not attributed: no utilization or saturation was observed, at {rate_text}.",
+                           evidence, rows)
+    return Attribution(None, f"not attributed: the system fell short ({rate_text}) but no tier's figures "
+                             "crossed a threshold (see each tier's figures).", evidence, rows)

@@ -1,0 +1,308 @@
+"""What Prometheus saw over a run's measured window: the audit's observations (read/write mix by
+third, DB statements per request against the contract, JIT time, DB disk, the app's max RSS),
+the saturation figures of the bottleneck attribution, and utilization.json for the report.
+
+Counters are read as the difference of two instant values (the last sample at or before each
+moment), never with increase(), which extrapolates to the window's edges: two counters from two
+targets scraped at different moments would extrapolate differently and their ratio (statements
+per request) would be off by several percent. The bench leaves a pause without load between the
+warm-up and the measured phase and reads after the phase has ended, so the last sample before the
+start and the first after the end bound exactly the measured requests on every target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+
+from perflab import tiers
+from perflab.audit import Saturation, StatementsPerRequest
+from perflab.prometheus import Prometheus, PrometheusError
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Routes that serve the lab, not the workload: never counted as requests of the run.
+NOT_WORKLOAD = ("/metrics", "/health", "/q/")
+
+# apps/contract/README.md "DB statements per request", by route and status class, as the
+# scenarios exercise them: select, insert, update, delete. POST /zipcodes answers 201 for a new
+# zip (select + insert) and 200 for one that existed (select). A 404 of POST /orders is ambiguous
+# (unknown book: 1 select, unknown user: 2), so it makes the expectation unknowable.
+CONTRACT_STATEMENTS: dict[tuple[str, str, str], tuple[float, float, float, float]] = {
+    ("GET", "/zipcodes/{zip}", "2xx"): (1, 0, 0, 0),
+    ("GET", "/zipcodes/{zip}", "404"): (1, 0, 0, 0),
+    ("GET", "/zipcodes", "2xx"): (1, 0, 0, 0),
+    ("POST", "/zipcodes", "201"): (1, 1, 0, 0),
+    ("POST", "/zipcodes", "200"): (1, 0, 0, 0),
+    ("GET", "/books", "2xx"): (1, 0, 0, 0),
+    ("POST", "/books", "2xx"): (0, 1, 0, 0),
+    ("POST", "/orders", "2xx"): (2, 1, 0, 0),
+    ("GET", "/hello/{latency}", "2xx"): (0, 0, 0, 0),
+    ("GET", "/greeting/{name}", "2xx"): (0, 0, 0, 0),
+}
+STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
+
+# Micrometer's JvmCompilationMetrics (Spring Boot binds it; Quarkus does not).
+JIT_METRIC = "jvm_compilation_time_ms_total"
+
+
+@dataclass(frozen=True)
+class Window:
+    start: float  # unix seconds
+    end: float
+
+    def __post_init__(self) -> None:
+        if not self.end > self.start:
+            raise ValueError(f"a window ends after it starts, not {self.start}..{self.end}")
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    @property
+    def range(self) -> str:
+        """The window as a PromQL range, evaluated at its end."""
+        return f"{max(1, round(self.seconds))}s"
+
+
+@dataclass
+class Findings:
+    """What Prometheus answered; every None has its reason in `unobserved`."""
+
+    write_share_by_third: tuple[float, float, float] | None = None
+    requests: float | None = None
+    statements_per_request: StatementsPerRequest | None = None
+    expected_statements_per_request: StatementsPerRequest | None = None
+    jit_compile_s: float | None = None
+    db_disk_busy: float | None = None
+    app_max_rss_bytes: float | None = None
+    cpus_busy: dict[str, float] | None = None
+    saturation: Saturation | None = None
+    unobserved: dict[str, str] = field(default_factory=dict)
+
+
+def route_key(labels: Mapping[str, str]) -> tuple[str, str, str]:
+    return labels.get("method", ""), labels.get("uri", ""), labels.get("status", "")
+
+
+def is_workload(labels: Mapping[str, str]) -> bool:
+    return not labels.get("uri", "").startswith(NOT_WORKLOAD)
+
+
+def expected_statements(counts: Mapping[tuple[str, str, str], float]) -> tuple[StatementsPerRequest | None, str]:
+    """The contract's statements per request for the requests served, by route and status; None
+    with the reason when a route's count is not in the contract's table."""
+    total = sum(counts.values())
+    if total <= 0:
+        return None, "no request of the workload reached the app"
+    sums = [0.0, 0.0, 0.0, 0.0]
+    for (method, uri, status), count in counts.items():
+        if count <= 0:
+            continue
+        per_request = (CONTRACT_STATEMENTS.get((method, uri, status))
+                       or CONTRACT_STATEMENTS.get((method, uri, f"{status[:1]}xx")))
+        if per_request is None:
+            if status.startswith("4") and not (method, uri) == ("POST", "/orders"):
+                per_request = (0, 0, 0, 0)  # any 400: no statement (the contract)
+            else:
+                return None, f"the contract has no statement count for {method} {uri} answered {status}"
+        sums = [s + count * n for s, n in zip(sums, per_request)]
+    return StatementsPerRequest(*(s / total for s in sums)), ""
+
+
+def write_shares(values: Iterable[Mapping[tuple[str, str, str], float]]) -> tuple[float, ...] | None:
+    """Write share of each interval, from the per-route request counts of consecutive moments."""
+    moments = list(values)
+    shares: list[float] = []
+    for before, after in zip(moments, moments[1:]):
+        deltas = {k: max(0.0, after.get(k, 0.0) - before.get(k, 0.0)) for k in after}
+        total = sum(deltas.values())
+        if total <= 0:
+            return None
+        shares.append(sum(v for k, v in deltas.items() if k[0] in WRITE_METHODS) / total)
+    return tuple(shares)
+
+
+class Observer:
+    """Queries one Prometheus about one window; each figure failing alone leaves a reason."""
+
+    def __init__(self, prometheus: Prometheus, window: Window, app: str) -> None:
+        self.prom = prometheus
+        self.window = window
+        self.app = app
+
+    # -- small helpers ------------------------------------------------------------------------
+
+    def _by_route(self, at: float) -> dict[tuple[str, str, str], float]:
+        samples = self.prom.query(
+            f'sum by (method, uri, status) (http_server_requests_seconds_count{{job="app",application="{self.app}"}})',
+            at,
+        )
+        return {route_key(s.labels): s.value for s in samples if is_workload(s.labels) and math.isfinite(s.value)}
+
+    def _delta(self, expr: str) -> float | None:
+        before = self.prom.value(expr, self.window.start)
+        after = self.prom.value(expr, self.window.end)
+        if before is None or after is None:
+            return None
+        return max(0.0, after - before)
+
+    def _over_window(self, fn: str, expr: str) -> float | None:
+        """fn_over_time of a gauge over the window, e.g. avg or max."""
+        return self.prom.value(f"{fn}_over_time(({expr})[{self.window.range}:5s])", self.window.end)
+
+    # -- the figures --------------------------------------------------------------------------
+
+    def mix_and_statements(self, found: Findings) -> None:
+        w = self.window
+        moments = [w.start + w.seconds * i / 3 for i in range(4)]
+        by_moment = [self._by_route(at) for at in moments]
+        if not by_moment[-1]:
+            reason = f"the app {self.app} exported no http_server_requests_seconds_count in the window"
+            for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request"):
+                found.unobserved[name] = reason
+            return
+        shares = write_shares(by_moment)
+        if shares is None or len(shares) != 3:
+            found.unobserved["write_share_by_third"] = "a third of the window saw no request at the app"
+        else:
+            found.write_share_by_third = (shares[0], shares[1], shares[2])
+        counts = {k: v - by_moment[0].get(k, 0.0) for k, v in by_moment[-1].items()}
+        requests = sum(counts.values())
+        found.requests = requests
+        expected, why = expected_statements(counts)
+        if expected is None:
+            found.unobserved["expected_statements_per_request"] = why
+        found.expected_statements_per_request = expected
+        deltas = [self._delta(f'sum(mysql_global_status_commands_total{{job="mysqld",command="{kind}"}})')
+                  for kind in STATEMENT_KINDS]
+        if any(d is None for d in deltas):
+            found.unobserved["statements_per_request"] = "mysqld_exporter had no Com_* counters in the window"
+        elif requests <= 0:
+            found.unobserved["statements_per_request"] = "no request of the workload reached the app"
+        else:
+            found.statements_per_request = StatementsPerRequest(*(float(d or 0.0) / requests for d in deltas))
+
+    def jit(self, found: Findings) -> None:
+        delta = self._delta(f'sum({JIT_METRIC}{{job="app",application="{self.app}"}})')
+        if delta is None:
+            found.unobserved["jit_compile_s"] = f"the app {self.app} does not export {JIT_METRIC}"
+        else:
+            found.jit_compile_s = delta / 1000.0
+
+    def disk(self, found: Findings) -> float | None:
+        """Busy fraction of the db host's busiest disk into found; returns that disk's await (ms)."""
+        r = self.window.range
+
+        def per_device(metric: str) -> dict[str, float]:
+            expr = f'sum by (device) (rate({metric}{{job="node",tier="db"}}[{r}]))'
+            return {s.labels.get("device", ""): s.value for s in self.prom.query(expr, self.window.end)
+                    if math.isfinite(s.value)}
+
+        busy = per_device("node_disk_io_time_seconds_total")
+        if not busy:
+            found.unobserved["db_disk_busy"] = "node_exporter on the db host reported no disk"
+            return None
+        device = max(busy, key=busy.__getitem__)
+        found.db_disk_busy = min(1.0, busy[device])
+        ios = sum(per_device(m).get(device, 0.0) for m in ("node_disk_reads_completed_total",
+                                                          "node_disk_writes_completed_total"))
+        io_time = sum(per_device(m).get(device, 0.0) for m in ("node_disk_read_time_seconds_total",
+                                                              "node_disk_write_time_seconds_total"))
+        return io_time / ios * 1000.0 if ios > 0 else None
+
+    def rss(self, found: Findings) -> None:
+        expr = f'max_over_time(namedprocess_namegroup_memory_bytes{{job="process",tier="app",groupname="app-java",memtype="resident"}}[{self.window.range}])'
+        value = self.prom.value(f"max({expr})", self.window.end)
+        if value is None:
+            found.unobserved["app_max_rss_bytes"] = "process-exporter reported no app-java group on the app host"
+        else:
+            found.app_max_rss_bytes = value
+
+    def cpus(self, found: Findings, tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> None:
+        """Per tier, the fraction of its CPUs busy with any process of its machine (node_exporter
+        sees the whole machine's CPUs, also from a container): a shared core shows its contention."""
+        r = self.window.range
+        samples = self.prom.query(
+            f'sum by (host, cpu) (rate(node_cpu_seconds_total{{job="node",mode!~"idle|iowait"}}[{r}]))', self.window.end)
+        per_host: dict[str, dict[str, float]] = {}
+        for s in samples:
+            per_host.setdefault(s.labels.get("host", ""), {})[s.labels.get("cpu", "")] = s.value
+        busy: dict[str, float] = {}
+        for tier, (host, cpus) in tier_cpus.items():
+            values = [per_host.get(host, {}).get(str(c)) for c in cpus]
+            if cpus and all(v is not None for v in values):
+                busy[tier] = min(1.0, sum(float(v or 0.0) for v in values) / len(cpus))
+        if busy:
+            found.cpus_busy = busy
+        else:
+            found.unobserved["cpus_busy"] = "node_exporter reported no per-CPU time for the tiers' hosts"
+
+    def saturation(self, found: Findings, await_ms: float | None, dropped_per_s: float | None) -> None:
+        app = f'{{job="app",application="{self.app}"}}'
+        r = self.window.range
+        link = self.prom.query(
+            f'max by (tier) ((rate(node_network_receive_bytes_total{{job="node",device="eth0"}}[{r}]) '
+            f'> rate(node_network_transmit_bytes_total{{job="node",device="eth0"}}[{r}]) '
+            f'or rate(node_network_transmit_bytes_total{{job="node",device="eth0"}}[{r}])) '
+            f'/ (node_network_speed_bytes{{job="node",device="eth0"}} > 0))', self.window.end)
+        found.saturation = Saturation(
+            app_pool_waiting_avg=self._over_window("avg", f"sum(perflab_db_pool_waiting{app})"),
+            app_pool_waiting_max=self._over_window("max", f"sum(perflab_db_pool_waiting{app})"),
+            app_pool_in_use_max=self._over_window("max", f"sum(perflab_db_pool_in_use{app})"),
+            app_threads_blocked_max=self._over_window(
+                "max", f'sum(jvm_threads_states_threads{{job="app",application="{self.app}",state="blocked"}})'),
+            db_threads_running_avg=self._over_window("avg", 'sum(mysql_global_status_threads_running{job="mysqld"})'),
+            db_disk_await_ms=await_ms,
+            loadgen_dropped_per_s=dropped_per_s,
+            network_link_fraction={s.labels["tier"]: s.value for s in link
+                                   if "tier" in s.labels and math.isfinite(s.value)} or None,
+        )
+
+
+def observe(prometheus: Prometheus, window: Window, app: str,
+            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], dropped_per_s: float | None = None) -> Findings:
+    """Every figure of the window; Prometheus unreachable -> every figure unobserved, with why."""
+    found = Findings()
+    observer = Observer(prometheus, window, app)
+    try:
+        await_ms = observer.disk(found)
+        observer.mix_and_statements(found)
+        observer.jit(found)
+        observer.rss(found)
+        observer.cpus(found, tier_cpus)
+        observer.saturation(found, await_ms, dropped_per_s)
+    except PrometheusError as error:
+        for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request",
+                     "jit_compile_s", "db_disk_busy", "app_max_rss_bytes", "cpus_busy", "saturation"):
+            if getattr(found, name) is None:
+                found.unobserved.setdefault(name, f"no Prometheus data: {error}")
+    return found
+
+
+@dataclass(frozen=True)
+class TierSeries:
+    allotted_cores: float
+    busy_cores: tuple[tuple[float, float], ...]
+    memory_bytes: tuple[tuple[float, float], ...]
+
+
+def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mapping[str, float],
+                step_s: float = 5.0) -> dict[str, TierSeries]:
+    """Per tier, busy cores and resident memory every step over the window (docs/ARCHITECTURE.md
+    utilization.json); allotted cores from perflab_host_cpus, else from allotted_fallback (the
+    affinity the bench sampled); tiers without data are left out; PrometheusError when it cannot
+    answer."""
+    rate_window = f"{max(15, round(3 * step_s))}s"  # three scrapes: a rate never falls between two
+    busy = {s.labels.get("tier", ""): s.points
+            for s in prometheus.query_range(tiers.cpu_busy_cores(rate_window), window.start, window.end, step_s)}
+    memory = {s.labels.get("tier", ""): s.points
+              for s in prometheus.query_range(tiers.memory_resident_bytes(), window.start, window.end, step_s)}
+    allotted = dict(allotted_fallback)
+    allotted.update({s.labels.get("tier", ""): s.value
+                     for s in prometheus.query(tiers.cpu_allotted_cores(), window.end)})
+    return {
+        tier: TierSeries(allotted[tier], busy.get(tier, ()), memory.get(tier, ()))
+        for tier in tiers.TIERS
+        if tier in allotted and (tier in busy or tier in memory)
+    }

@@ -1,0 +1,125 @@
+"""Every branch of the bottleneck attribution fires, and stays quiet on a run that kept up."""
+
+import dataclasses
+from typing import Any
+
+from perflab.attribution import THRESHOLDS, attribute
+from perflab.audit import Observations, Saturation, Threshold, TierCpu
+from perflab.model import ErrorCounts, LatencyDistribution, RunResult
+
+LATENCY = LatencyDistribution(percentiles_ms={"50": 2.0, "99": 9.0}, mean_ms=2.5, max_ms=20.0)
+
+
+def run(achieved: float = 200.0, target: float = 200.0, dropped: int | None = None) -> RunResult:
+    return RunResult(tool="k6", target_rate=target, achieved_rate=achieved, requests=int(achieved * 30),
+                     duration_s=30.0, latency_corrected=LATENCY, errors=ErrorCounts(), dropped_iterations=dropped)
+
+
+# The local default at 200 req/s: app on its own core, db/loadgen/monitoring sharing core 0.
+CALM = Observations(
+    loadgen_cpu=TierCpu(0.25, 1), app_cpu=TierCpu(0.30, 1), db_cpu=TierCpu(0.10, 1), db_disk_busy=0.05,
+    cpus_busy={"loadgen": 0.55, "db": 0.55, "app": 0.35},
+    saturation=Saturation(app_pool_waiting_avg=0.0, app_pool_waiting_max=0.0, app_threads_blocked_max=0.0,
+                          db_threads_running_avg=1.0, db_disk_await_ms=0.4, network_link_fraction={"app": 0.001}),
+)
+
+
+def with_(obs: Observations, **saturation: Any) -> Observations:
+    return dataclasses.replace(obs, saturation=dataclasses.replace(obs.saturation or Saturation(), **saturation))
+
+
+def test_a_run_that_kept_up_names_no_tier() -> None:
+    found = attribute(run(), CALM)
+    assert found.limiting_tier is None
+    assert found.sentence.startswith("no tier was saturated: the system kept up with the offered rate, 200 of 200")
+    assert "busy but not queueing" not in found.sentence
+    assert [line.split(":")[0] for line in found.evidence] == ["loadgen", "app", "db"]
+    assert "DB pool waits 0.00 avg / 0 max" in found.evidence[1]
+
+
+def test_busy_without_a_queue_is_noted_but_not_blamed() -> None:
+    shared_core_busy = dataclasses.replace(CALM, cpus_busy={"loadgen": 0.97, "db": 0.97, "app": 0.35})
+    found = attribute(run(), shared_core_busy)
+    assert found.limiting_tier is None
+    assert "busy but not queueing: loadgen (its CPUs 97% busy" in found.sentence
+
+
+def test_db_saturated_with_app_pool_waits_is_the_db() -> None:
+    hogged = dataclasses.replace(with_(CALM, app_pool_waiting_avg=6.0, app_pool_waiting_max=40.0),
+                                 db_cpu=TierCpu(0.7, 1), cpus_busy={"loadgen": 1.0, "db": 1.0, "app": 0.4})
+    found = attribute(run(achieved=150.0, dropped=900), hogged)
+    assert found.limiting_tier == "db"
+    assert "database: the app had 6.0 requests waiting for a DB connection on average (at most 40)" in found.sentence
+    assert "its CPUs 100% busy with every process of the machine" in found.sentence
+    # the generator dropped iterations, but the answers were slow: a symptom, not the limit
+    assert "loadgen" not in found.sentence.split("while")[0]
+
+
+def test_db_disk_busy_with_pool_waits_is_the_db_disk() -> None:
+    disk = dataclasses.replace(with_(CALM, app_pool_waiting_avg=3.0, app_pool_waiting_max=16.0, db_disk_await_ms=35.0),
+                               db_disk_busy=0.93)
+    found = attribute(run(achieved=120.0), disk)
+    assert found.limiting_tier == "db"
+    assert "disk busy 93% of the window, await 35.0 ms" in found.sentence
+
+
+def test_pool_waits_with_an_idle_db_are_its_round_trips() -> None:
+    delayed = with_(CALM, app_pool_waiting_avg=12.0, app_pool_waiting_max=30.0)
+    found = attribute(run(achieved=160.0), delayed)
+    assert found.limiting_tier == "db"
+    assert "round trips" in found.sentence and "not saturated" in found.sentence
+
+
+def test_app_cpu_saturated_is_the_app() -> None:
+    found = attribute(run(achieved=150.0), dataclasses.replace(CALM, app_cpu=TierCpu(0.97, 1)))
+    assert found.limiting_tier == "app"
+    assert found.sentence.startswith("limited by the app: its CPU 0.97 of 1 cores (97%)")
+
+
+def test_app_cpu_saturated_with_pool_waits_but_an_idle_db_is_still_the_app() -> None:
+    busy_app = with_(dataclasses.replace(CALM, app_cpu=TierCpu(0.97, 1)), app_pool_waiting_avg=2.0)
+    assert attribute(run(achieved=150.0), busy_app).limiting_tier == "app"
+
+
+def test_blocked_threads_are_the_app() -> None:
+    found = attribute(run(achieved=150.0), with_(CALM, app_threads_blocked_max=40.0))
+    assert found.limiting_tier == "app"
+    assert "up to 40 threads BLOCKED on monitors" in found.sentence
+
+
+def test_a_link_near_its_speed_is_the_network() -> None:
+    found = attribute(run(achieved=150.0), with_(CALM, network_link_fraction={"app": 0.85}))
+    assert found.limiting_tier == "network:app"
+    assert "85% of its link speed" in found.sentence
+
+
+def test_a_busy_generator_is_the_loadgen() -> None:
+    found = attribute(run(achieved=150.0), dataclasses.replace(CALM, loadgen_cpu=TierCpu(0.9, 1)))
+    assert found.limiting_tier == "loadgen"
+    assert "load generator: its CPU 0.90 of 1 cores (90%)" in found.sentence
+
+
+def test_drops_with_nothing_downstream_queueing_are_the_loadgen() -> None:
+    found = attribute(run(achieved=180.0, dropped=600), CALM)
+    assert found.limiting_tier == "loadgen"
+    assert "20.0 iterations dropped per second" in found.sentence
+
+
+def test_without_observations_nothing_is_attributed() -> None:
+    found = attribute(run(achieved=100.0), Observations())
+    assert found.limiting_tier is None
+    assert found.sentence.startswith("not attributed: no utilization or saturation was observed")
+
+
+def test_a_shortfall_without_any_threshold_crossed_says_so() -> None:
+    found = attribute(run(achieved=100.0), CALM)
+    assert found.limiting_tier is None
+    assert "fell short (100 of 200 req/s (50%))" in found.sentence
+
+
+def test_attribution_is_stored_as_json_and_thresholds_have_reasons() -> None:
+    text = attribute(run(), CALM).to_json()
+    assert '"limiting_tier": null' in text and '"schema_version": 1' in text
+    for spec in dataclasses.fields(THRESHOLDS):
+        threshold: Threshold = getattr(THRESHOLDS, spec.name)
+        assert len(threshold.reason) > 40, spec.name

@@ -1,0 +1,98 @@
+"""Observations from Prometheus: the contract's statements for a mix, write shares by third, the
+audit's new branches (DB starved on shared CPUs), and a run with no Prometheus that still yields
+observations saying why."""
+
+import socket
+
+import pytest
+
+from perflab import audit, observe
+from perflab.audit import THRESHOLDS, Observations, Saturation, Status, TierCpu
+from perflab.prometheus import Prometheus
+
+from .test_audit import STEADY
+
+
+def test_expected_statements_follow_the_mix_served() -> None:
+    zipcodes = {("GET", "/zipcodes/{zip}", "200"): 300.0, ("POST", "/zipcodes", "201"): 100.0}
+    expected, why = observe.expected_statements(zipcodes)
+    assert why == ""
+    assert expected == audit.StatementsPerRequest(select=1.0, insert=0.25, update=0.0, delete=0.0)
+    books = {("GET", "/books", "200"): 1.0, ("POST", "/books", "201"): 1.0, ("POST", "/orders", "201"): 1.0}
+    expected, _ = observe.expected_statements(books)
+    assert expected is not None and (expected.select, expected.insert) == (1.0, 2 / 3)
+
+
+def test_an_existing_zip_and_a_400_cost_what_the_contract_says() -> None:
+    expected, _ = observe.expected_statements(
+        {("POST", "/zipcodes", "200"): 1.0, ("POST", "/zipcodes", "201"): 1.0, ("GET", "/greeting/{name}", "400"): 2.0})
+    assert expected == audit.StatementsPerRequest(select=0.5, insert=0.25, update=0.0, delete=0.0)
+
+
+def test_an_ambiguous_or_unknown_route_leaves_the_expectation_unknown() -> None:
+    expected, why = observe.expected_statements({("POST", "/orders", "404"): 3.0})
+    assert expected is None and why == "the contract has no statement count for POST /orders answered 404"
+    assert observe.expected_statements({})[0] is None
+
+
+def test_write_shares_by_interval() -> None:
+    moments = [
+        {("GET", "/zipcodes/{zip}", "200"): 0.0, ("POST", "/zipcodes", "201"): 0.0},
+        {("GET", "/zipcodes/{zip}", "200"): 50.0, ("POST", "/zipcodes", "201"): 50.0},
+        {("GET", "/zipcodes/{zip}", "200"): 110.0, ("POST", "/zipcodes", "201"): 90.0},
+        {("GET", "/zipcodes/{zip}", "200"): 180.0, ("POST", "/zipcodes", "201"): 120.0},
+    ]
+    assert observe.write_shares(moments) == (0.5, 0.4, 0.3)
+    assert observe.write_shares([moments[1], moments[1]]) is None  # an interval without requests
+
+
+def test_lab_routes_are_not_workload() -> None:
+    assert not observe.is_workload({"uri": "/metrics"}) and not observe.is_workload({"uri": "/health/ready"})
+    assert observe.is_workload({"uri": "/zipcodes/{zip}"})
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_no_prometheus_leaves_every_figure_unobserved_with_the_reason() -> None:
+    dead = Prometheus(f"http://127.0.0.1:{closed_port()}", timeout_s=2)
+    found = observe.observe(dead, observe.Window(1000.0, 1060.0), "quarkus", {"db": ("h-db", (0,))})
+    assert found.write_share_by_third is None and found.saturation is None
+    assert set(found.unobserved) >= {"write_share_by_third", "statements_per_request", "jit_compile_s",
+                                     "db_disk_busy", "app_max_rss_bytes", "cpus_busy", "saturation"}
+    assert all(r.startswith("no Prometheus data: Prometheus at http://127.0.0.1:") for r in found.unobserved.values())
+    obs = Observations(unobserved=found.unobserved)
+    mix = audit.steady_mix(STEADY, obs, THRESHOLDS)
+    assert mix.status is Status.NOT_EVALUATED
+    assert mix.evidence.startswith("not evaluated: no Prometheus data: Prometheus at") and "unreachable" in mix.evidence
+
+
+def test_a_window_must_end_after_it_starts() -> None:
+    with pytest.raises(ValueError, match="ends after it starts"):
+        observe.Window(10.0, 10.0)
+    assert observe.Window(0.0, 30.4).range == "30s"
+
+
+def test_not_evaluated_names_the_observers_reason() -> None:
+    obs = Observations(unobserved={"jit_compile_s": "the app quarkus does not export jvm_compilation_time_ms_total"})
+    jit = audit.jit_quiet(STEADY, obs, THRESHOLDS)
+    assert jit.evidence == "not evaluated: the app quarkus does not export jvm_compilation_time_ms_total"
+    assert audit.jit_quiet(STEADY, Observations(), THRESHOLDS).evidence == "not evaluated: no Prometheus data on JIT compilation"
+
+
+APP_IDLE = {"app_cpu": TierCpu(0.2, 1), "db_cpu": TierCpu(0.1, 1)}
+
+
+def test_db_starved_on_shared_cpus_with_pool_waits_is_not_comparable() -> None:
+    obs = Observations(**APP_IDLE, cpus_busy={"db": 0.99}, saturation=Saturation(app_pool_waiting_avg=5.0))  # type: ignore[arg-type]
+    result = audit.app_is_bottleneck(STEADY, obs, THRESHOLDS)
+    assert result.status is Status.INVALID
+    assert "its CPUs 99% busy with every process of the machine while the app's requests waited" in result.evidence
+
+
+def test_busy_shared_cpus_without_pool_waits_keep_the_rule_quiet() -> None:
+    obs = Observations(**APP_IDLE, cpus_busy={"db": 0.99}, saturation=Saturation(app_pool_waiting_avg=0.0))  # type: ignore[arg-type]
+    assert audit.app_is_bottleneck(STEADY, obs, THRESHOLDS).status is Status.VALID
