@@ -1,0 +1,356 @@
+"""A sweep: the highest rate an app sustains under a p99 SLO, and its latency-throughput curve.
+
+`perflab sweep` runs one normal benchmark per rate (playbooks/bench.yml, each in its own
+results/<run-id>/), in increasing order, and stops at the first step that is not sustainable:
+a run that did not complete, an audit verdict INVALID, or a corrected p99 above the SLO. The
+last sustainable step before it is the maximum sustainable throughput. The SLO is the
+scenario's `slo_p99_ms` (as the bench loaded it, from bench-inputs.json) unless --slo-p99-ms
+overrides it. Everything lands in results/<UTC>-<app>-<scenario>-sweep/sweep.json, in the
+format docs/ARCHITECTURE.md ("A sweep") fixes; the file is rewritten after every step, so an
+interrupted sweep keeps the steps it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perflab.model import RunResult, SchemaError
+
+SWEEP_SCHEMA_VERSION = 1
+# A typo in START/STEP/MAX must not queue hours of runs.
+MAX_STEPS = 50
+
+EXIT_DONE = 0  # the sweep found the limit or ran every step
+EXIT_RUN_FAILED = 1  # a step's run did not complete: the lab, not the app, stopped the sweep
+EXIT_USAGE = 2
+EXIT_REFUSED = 4  # the bench refused the input before any run started
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class SweepInputError(ValueError):
+    """Rates or an SLO the sweep cannot use; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rate of the sweep, as its run's files judge it."""
+
+    rate: int
+    run_id: str | None
+    status: str  # "complete" or "incomplete"
+    verdict: str | None  # the audit's: VALID, WARN or INVALID; None when there is no audit
+    achieved_rate: float | None
+    p99_ms: float | None
+    within_slo: bool
+    # Not in sweep.json: what the printed table and the stop sentence need.
+    p50_ms: float | None = None
+    p999_ms: float | None = None
+    errors: int | None = None
+    problem: str | None = None  # why the run is unusable or INVALID
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate, "run_id": self.run_id, "status": self.status, "verdict": self.verdict,
+            "achieved_rate": self.achieved_rate, "p99_ms": self.p99_ms, "within_slo": self.within_slo,
+        }
+
+
+def parse_rates(text: str) -> list[int]:
+    """RATES="100 200 400" (or comma-separated): whole numbers > 0, run in increasing order."""
+    words = text.replace(",", " ").split()
+    if not words:
+        raise SweepInputError("RATES is empty: give whole numbers of requests per second, e.g. RATES=\"100 200 400\"")
+    bad = [w for w in words if not w.isdigit() or int(w) == 0]
+    if bad:
+        raise SweepInputError(f"RATES must be whole numbers of requests per second > 0, got {' '.join(bad)!r}")
+    return _checked(sorted({int(w) for w in words}))
+
+
+def stepped_rates(start: int, step: int, maximum: int) -> list[int]:
+    """START, START+STEP, ... up to MAX included."""
+    if start <= 0 or step <= 0 or maximum < start:
+        raise SweepInputError(
+            f"START and STEP must be whole numbers > 0 and MAX >= START, got START={start} STEP={step} MAX={maximum}"
+        )
+    return _checked(list(range(start, maximum + 1, step)))
+
+
+def _checked(rates: list[int]) -> list[int]:
+    if len(rates) > MAX_STEPS:
+        raise SweepInputError(
+            f"{len(rates)} steps ({rates[0]}..{rates[-1]} req/s) is more than {MAX_STEPS}: use a larger STEP or fewer RATES"
+        )
+    return rates
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def scenario_slo(run_dir: Path) -> float | None:
+    """The p99 SLO of the scenario as the bench ran it (bench-inputs.json), None when unknown."""
+    inputs = _read_json(run_dir / "bench-inputs.json")
+    try:
+        value = float(inputs["run"]["scenario"]["slo_p99_ms"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def read_step(rate: int, run_dir: Path, slo_p99_ms: float | None) -> Step:
+    """Judge one step from its run directory: status.json, result.json, audit.json."""
+    status = _read_json(run_dir / "status.json")
+    if not isinstance(status, dict) or status.get("status") != "complete":
+        why = "no readable status.json"
+        if isinstance(status, dict):
+            why = f"{status.get('failed_step') or 'not finished'}: {' '.join(str(status.get('reason', '')).split())}"
+        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=why[:300])
+    try:
+        result = RunResult.from_json((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, SchemaError) as exc:
+        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=f"result.json: {exc}"[:300])
+    audit = _read_json(run_dir / "audit.json")
+    verdict = audit.get("status") if isinstance(audit, dict) else None
+    percentiles = result.latency_corrected.percentiles_ms
+    p99 = percentiles.get("99")
+    problem = None
+    if verdict == "INVALID":
+        problem = "; ".join(
+            f"{r.get('rule')}: {r.get('evidence')}" for r in audit.get("rules", []) if r.get("status") == "INVALID"
+        )
+    elif verdict is None:
+        problem = "no readable audit.json"
+    return Step(
+        rate=rate, run_id=run_dir.name, status="complete", verdict=verdict,
+        achieved_rate=result.achieved_rate, p99_ms=p99,
+        within_slo=p99 is not None and slo_p99_ms is not None and p99 <= slo_p99_ms,
+        p50_ms=percentiles.get("50"), p999_ms=percentiles.get("99.9"), errors=result.errors.total(), problem=problem,
+    )
+
+
+def is_sustainable(step: Step) -> bool:
+    """Complete, judged VALID or WARN by the audit, and p99 within the SLO."""
+    return step.status == "complete" and step.verdict in ("VALID", "WARN") and step.within_slo
+
+
+def stop_reason(step: Step, slo_p99_ms: float | None) -> str | None:
+    """Why the sweep stops at this step; None when the step is sustainable and it goes on."""
+    if step.status != "complete":
+        return f"the run at {step.rate} req/s did not complete ({step.problem})"
+    if step.verdict == "INVALID":
+        return f"the audit judged the run at {step.rate} req/s INVALID ({step.problem})"
+    if step.verdict not in ("VALID", "WARN"):
+        return f"the run at {step.rate} req/s has no audit verdict ({step.problem})"
+    if slo_p99_ms is None:
+        return f"no p99 SLO is known for the run at {step.rate} req/s: set slo_p99_ms in the scenario or SLO_P99_MS="
+    if step.p99_ms is None:
+        return f"the run at {step.rate} req/s reported no p99"
+    if not step.within_slo:
+        return f"p99 {step.p99_ms:g} ms at {step.rate} req/s exceeds the SLO of {slo_p99_ms:g} ms"
+    return None
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Sweep:
+    app: str
+    scenario: str
+    slo_p99_ms: float | None
+    started_at: str
+    steps: list[Step]
+    ended_at: str | None = None
+    stopped_because: str | None = None
+
+    @property
+    def max_sustainable_step(self) -> Step | None:
+        """The last sustainable step before the first one that is not (steps run in increasing rate)."""
+        best = None
+        for step in self.steps:
+            if not is_sustainable(step):
+                break
+            best = step
+        return best
+
+    def to_json(self) -> str:
+        best = self.max_sustainable_step
+        document = {
+            "schema_version": SWEEP_SCHEMA_VERSION, "kind": "sweep", "app": self.app, "scenario": self.scenario,
+            "slo_p99_ms": self.slo_p99_ms, "started_at": self.started_at, "ended_at": self.ended_at,
+            "steps": [step.to_json() for step in self.steps],
+            "max_sustainable_rate": best.rate if best else None,
+            "stopped_because": self.stopped_because,
+        }
+        return json.dumps(document, indent=2) + "\n"
+
+
+class BenchRefused(Exception):
+    """The bench refused the input before a run started (it printed why)."""
+
+
+def run_sweep(
+    sweep: Sweep, rates: Sequence[int], run_step: Callable[[int], Path | None],
+    save: Callable[[Sweep], None], slo_override: float | None = None,
+) -> Sweep:
+    """Run RATES in order with RUN_STEP (rate -> its run directory, None when the bench refused
+    the input), stop at the first step that is not sustainable, SAVE after every step."""
+    for number, rate in enumerate(rates, 1):
+        print(f"perflab sweep: step {number}/{len(rates)}, {rate} req/s", flush=True)
+        run_dir = run_step(rate)
+        if run_dir is None:
+            sweep.ended_at, sweep.stopped_because = _utc_now(), f"the bench refused the run at {rate} req/s"
+            if sweep.steps:
+                save(sweep)
+            raise BenchRefused(sweep.stopped_because)
+        if slo_override is None and sweep.slo_p99_ms is None:
+            sweep.slo_p99_ms = scenario_slo(run_dir)
+        step = read_step(rate, run_dir, sweep.slo_p99_ms)
+        sweep.steps.append(step)
+        sweep.stopped_because = stop_reason(step, sweep.slo_p99_ms)
+        sweep.ended_at = _utc_now()
+        if sweep.stopped_because is not None:
+            save(sweep)
+            return sweep
+        sweep.stopped_because = (
+            f"not finished: {number} of {len(rates)} steps run" if number < len(rates) else
+            f"every step up to {rate} req/s was sustainable: raise MAX (or add RATES) to find the limit"
+        )
+        save(sweep)
+    return sweep
+
+
+def table(sweep: Sweep) -> str:
+    """The latency-throughput curve, one row per step, and the sweep's outcome."""
+    header = ["rate/s", "achieved/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict", "p99<=SLO", "run"]
+
+    def number(value: float | None, digits: int = 2) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    rows = [[
+        str(s.rate), number(s.achieved_rate, 1), number(s.p50_ms), number(s.p99_ms), number(s.p999_ms),
+        "-" if s.errors is None else str(s.errors), s.verdict or s.status, "yes" if s.within_slo else "no",
+        s.run_id or "-",
+    ] for s in sweep.steps]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    best = sweep.max_sustainable_step
+    slo = "unknown" if sweep.slo_p99_ms is None else f"{sweep.slo_p99_ms:g} ms"
+    lines.append(
+        f"max sustainable throughput ({sweep.app}, {sweep.scenario}, p99 SLO {slo}): "
+        + (f"{best.rate} req/s (achieved {number(best.achieved_rate, 1)}, p99 {number(best.p99_ms)} ms)" if best
+           else "none: not even the first step was sustainable")
+    )
+    lines.append(f"stopped because {sweep.stopped_because}")
+    return "\n".join(lines)
+
+
+def _run_dirs(results: Path) -> set[Path]:
+    return set(results.iterdir()) if results.is_dir() else set()
+
+
+def bench_runner(
+    results: Path, app: str, scenario: str, inventory: str, bench_options: Sequence[str], slo_override: float | None,
+) -> Callable[[int], Path | None]:
+    """One step = `ansible-playbook playbooks/bench.yml` at that rate, as `make bench` runs it."""
+    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
+
+    def run(rate: int) -> Path | None:
+        before = _run_dirs(results)
+        argv = [str(ansible_playbook), "-i", inventory, str(ROOT / "playbooks" / "bench.yml"), *bench_options,
+                "-e", f"app_name={app}", "-e", f"loadgen_scenario={scenario}", "-e", f"loadgen_rate={rate}"]
+        if slo_override is not None:
+            argv += ["-e", f"loadgen_slo_p99_ms={slo_override:g}"]
+        subprocess.call(argv, cwd=ROOT)
+        created = sorted(p for p in _run_dirs(results) - before if p.name.endswith(f"-{app}-{scenario}"))
+        return created[-1] if created else None
+
+    return run
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number > 0, not {text!r}")
+    return int(text)
+
+
+def _positive_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of milliseconds > 0, not {text}")
+    return value
+
+
+def register(commands: Any) -> None:
+    """Register `perflab sweep` on the CLI's subcommands."""
+    sub = commands.add_parser(
+        "sweep", help="raise the rate step by step until the audit fails or p99 exceeds the SLO",
+        description=__doc__.splitlines()[0],
+    )
+    sub.add_argument("--app", required=True)
+    sub.add_argument("--scenario", required=True)
+    sub.add_argument("--inventory", default="inventory/local")
+    sub.add_argument("--rates", metavar="'R1 R2 ...'", help="the rates to run, req/s (instead of --start/--step/--max)")
+    sub.add_argument("--start", type=_positive_int, metavar="R")
+    sub.add_argument("--step", type=_positive_int, metavar="R")
+    sub.add_argument("--max", type=_positive_int, metavar="R")
+    sub.add_argument("--slo-p99-ms", type=_positive_ms, metavar="MS", help="overrides the scenario's slo_p99_ms")
+    sub.add_argument("--results", type=Path, help="results directory (default: $PERFLAB_RESULTS_DIR or results/)")
+    sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
+    sub.set_defaults(command=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if args.rates is not None:
+            if any(v is not None for v in (args.start, args.step, args.max)):
+                raise SweepInputError("give either RATES or START, STEP and MAX, not both")
+            rates = parse_rates(args.rates)
+        elif None in (args.start, args.step, args.max):
+            raise SweepInputError("give RATES=\"R1 R2 ...\" or all of START=, STEP= and MAX= (requests per second)")
+        else:
+            rates = stepped_rates(args.start, args.step, args.max)
+    except SweepInputError as exc:
+        print(f"perflab sweep: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    sweep_dir = results / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{args.app}-{args.scenario}-sweep"
+    sweep = Sweep(args.app, args.scenario, args.slo_p99_ms, started.strftime("%Y-%m-%dT%H:%M:%SZ"), [])
+
+    def save(current: Sweep) -> None:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        temporary = sweep_dir / "sweep.json.tmp"
+        temporary.write_text(current.to_json(), encoding="utf-8")
+        temporary.replace(sweep_dir / "sweep.json")
+
+    print(f"perflab sweep: {args.app}, {args.scenario}, rates {' '.join(map(str, rates))} req/s -> {sweep_dir}/", flush=True)
+    options = [o for o in args.bench_options if o != "--"]
+    runner = bench_runner(results, args.app, args.scenario, args.inventory, options, args.slo_p99_ms)
+    try:
+        run_sweep(sweep, rates, runner, save, slo_override=args.slo_p99_ms)
+    except BenchRefused as exc:
+        print(f"perflab sweep: {exc}: see the message above", file=sys.stderr)
+        return EXIT_REFUSED
+    print(table(sweep))
+    print(f"perflab sweep: {sweep_dir}/sweep.json")
+    return EXIT_RUN_FAILED if sweep.steps and sweep.steps[-1].status != "complete" else EXIT_DONE
