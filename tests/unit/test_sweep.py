@@ -1,0 +1,200 @@
+"""perflab sweep: the rates it runs, where it stops and why, and the sweep.json it leaves.
+
+The steps' run directories are written here as the bench writes them (status.json, result.json
+from a real RunResult, audit.json, bench-inputs.json); the runner that `make sweep` uses instead
+runs playbooks/bench.yml (tests/bench_runs/test_sweep_run.py runs it on a lab)."""
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from perflab import report, sweep
+from perflab.model import ErrorCounts, LatencyDistribution, RunResult
+
+SCENARIO_SLO = 50.0
+
+
+def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 10.0, achieved: float | None = None,
+              complete: bool = True, slo: float | None = SCENARIO_SLO) -> None:
+    """A run directory as playbooks/bench.yml leaves it."""
+    run_dir.mkdir(parents=True)
+    scenario: dict[str, object] = {"name": "zipcodes", "rate": rate}
+    if slo is not None:
+        scenario["slo_p99_ms"] = slo
+    (run_dir / "bench-inputs.json").write_text(json.dumps({"run": {"scenario": scenario}}))
+    if not complete:
+        (run_dir / "status.json").write_text(json.dumps(
+            {"status": "incomplete", "failed_step": "deploying the app", "reason": "perflab-app failed to start"}))
+        return
+    result = RunResult(
+        tool="k6", target_rate=rate, achieved_rate=rate if achieved is None else achieved, requests=rate * 10,
+        duration_s=10.0, errors=ErrorCounts(),
+        latency_corrected=LatencyDistribution(percentiles_ms={"50": p99 / 4, "99": p99, "99.9": p99 * 2},
+                                              mean_ms=p99 / 3, max_ms=p99 * 3),
+    )
+    (run_dir / "result.json").write_text(result.to_json())
+    rules = [{"rule": "no_errors", "status": "VALID", "evidence": "0 errors"}]
+    if verdict == "INVALID":
+        rules.append({"rule": "achieved_rate", "status": "INVALID", "evidence": "achieved 80% of the target"})
+    (run_dir / "audit.json").write_text(json.dumps({"schema_version": 1, "status": verdict, "rules": rules}))
+    (run_dir / "status.json").write_text(json.dumps({"status": "complete", "verdict": verdict}))
+
+
+class FakeBench:
+    """Stands in for playbooks/bench.yml: each rate's run directory from OUTCOMES (write_run options)."""
+
+    def __init__(self, results: Path, outcomes: dict[int, dict[str, object]]) -> None:
+        self.results, self.outcomes, self.rates_run = results, outcomes, list[int]()
+
+    def __call__(self, rate: int) -> Path | None:
+        self.rates_run.append(rate)
+        outcome = self.outcomes.get(rate, {})
+        if outcome.get("refused"):
+            return None
+        run_dir = self.results / f"2026010{len(self.rates_run)}T000000Z-quarkus-zipcodes"
+        write_run(run_dir, rate, **outcome)  # type: ignore[arg-type]
+        return run_dir
+
+
+def run(tmp_path: Path, rates: list[int], outcomes: dict[int, dict[str, object]],
+        slo_override: float | None = None) -> tuple[sweep.Sweep, FakeBench, list[str]]:
+    bench = FakeBench(tmp_path, outcomes)
+    saved: list[str] = []
+    save: Callable[[sweep.Sweep], None] = lambda s: saved.append(s.to_json())
+    done = sweep.run_sweep(sweep.Sweep("quarkus", "zipcodes", slo_override, "2026-01-01T00:00:00Z", []),
+                           rates, bench, save, slo_override=slo_override)
+    return done, bench, saved
+
+
+def test_rates_from_a_list_run_in_increasing_order() -> None:
+    assert sweep.parse_rates("400 100,200  200") == [100, 200, 400]
+
+
+@pytest.mark.parametrize("text", ["", "  ", "100 0", "100 fast", "-5", "1.5"])
+def test_bad_rates_are_refused(text: str) -> None:
+    with pytest.raises(sweep.SweepInputError, match="RATES"):
+        sweep.parse_rates(text)
+
+
+def test_stepped_rates_include_max() -> None:
+    assert sweep.stepped_rates(100, 100, 300) == [100, 200, 300]
+    assert sweep.stepped_rates(100, 150, 399) == [100, 250]
+
+
+@pytest.mark.parametrize(("start", "step", "maximum"), [(0, 100, 300), (100, 0, 300), (300, 100, 200)])
+def test_bad_steps_are_refused(start: int, step: int, maximum: int) -> None:
+    with pytest.raises(sweep.SweepInputError, match="MAX >= START"):
+        sweep.stepped_rates(start, step, maximum)
+
+
+def test_too_many_steps_are_refused() -> None:
+    with pytest.raises(sweep.SweepInputError, match="more than 50"):
+        sweep.stepped_rates(1, 1, 1000)
+
+
+def test_stops_at_the_first_invalid_step_and_keeps_the_one_before(tmp_path: Path) -> None:
+    done, bench, _ = run(tmp_path, [100, 200, 300, 400], {300: {"verdict": "INVALID", "achieved": 240.0}})
+    assert bench.rates_run == [100, 200, 300]
+    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert done.stopped_because == (
+        "the audit judged the run at 300 req/s INVALID (achieved_rate: achieved 80% of the target)")
+
+
+def test_stops_when_p99_exceeds_the_scenarios_slo(tmp_path: Path) -> None:
+    done, bench, _ = run(tmp_path, [100, 200, 300], {200: {"p99": 50.0}, 300: {"p99": 50.5}})
+    assert bench.rates_run == [100, 200, 300]
+    assert done.slo_p99_ms == SCENARIO_SLO
+    assert [s.within_slo for s in done.steps] == [True, True, False]  # p99 == SLO is within it
+    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert done.stopped_because == "p99 50.5 ms at 300 req/s exceeds the SLO of 50 ms"
+
+
+def test_slo_override_beats_the_scenario(tmp_path: Path) -> None:
+    done, bench, _ = run(tmp_path, [100, 200, 300], {200: {"p99": 30.0}}, slo_override=20.0)
+    assert bench.rates_run == [100, 200]
+    assert done.slo_p99_ms == 20.0
+    assert done.stopped_because == "p99 30 ms at 200 req/s exceeds the SLO of 20 ms"
+
+
+def test_warn_does_not_stop_the_sweep(tmp_path: Path) -> None:
+    done, bench, _ = run(tmp_path, [100, 200], {100: {"verdict": "WARN"}})
+    assert bench.rates_run == [100, 200]
+    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert done.stopped_because == "every step up to 200 req/s was sustainable: raise MAX (or add RATES) to find the limit"
+
+
+def test_an_incomplete_run_stops_the_sweep_with_its_reason(tmp_path: Path) -> None:
+    done, bench, _ = run(tmp_path, [100, 200, 300], {200: {"complete": False}})
+    assert bench.rates_run == [100, 200]
+    assert done.steps[-1].status == "incomplete" and done.steps[-1].verdict is None
+    assert done.stopped_because == (
+        "the run at 200 req/s did not complete (deploying the app: perflab-app failed to start)")
+
+
+def test_no_sustainable_step_means_no_maximum(tmp_path: Path) -> None:
+    done, _, saved = run(tmp_path, [100, 200], {100: {"verdict": "INVALID"}})
+    assert done.max_sustainable_step is None
+    assert json.loads(saved[-1])["max_sustainable_rate"] is None
+    assert "none: not even the first step was sustainable" in sweep.table(done)
+
+
+def test_a_scenario_without_an_slo_stops_the_sweep(tmp_path: Path) -> None:
+    done, bench, _ = run(tmp_path, [100, 200], {100: {"slo": None}})
+    assert bench.rates_run == [100]
+    assert done.stopped_because is not None and "set slo_p99_ms in the scenario or SLO_P99_MS=" in done.stopped_because
+
+
+def test_a_refused_first_step_saves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(sweep.BenchRefused, match="refused the run at 100 req/s"):
+        run(tmp_path, [100, 200], {100: {"refused": True}})
+
+
+def test_sweep_json_is_saved_after_every_step_in_the_documented_format(tmp_path: Path) -> None:
+    done, _, saved = run(tmp_path, [100, 200, 300], {300: {"p99": 80.0}})
+    assert len(saved) == 3
+    assert json.loads(saved[0])["stopped_because"] == "not finished: 1 of 3 steps run"
+    document = json.loads(saved[-1])
+    assert set(document) == {"schema_version", "kind", "app", "scenario", "slo_p99_ms", "started_at", "ended_at",
+                             "steps", "max_sustainable_rate", "stopped_because"}
+    assert (document["schema_version"], document["kind"], document["max_sustainable_rate"]) == (1, "sweep", 200)
+    assert document["steps"][2] == {"rate": 300, "run_id": "20260103T000000Z-quarkus-zipcodes", "status": "complete",
+                                    "verdict": "VALID", "achieved_rate": 300.0, "p99_ms": 80.0, "within_slo": False}
+    # The reader of `make report` takes it as it is.
+    sweep_dir = tmp_path / "20260101T000000Z-quarkus-zipcodes-sweep"
+    sweep_dir.mkdir()
+    (sweep_dir / "sweep.json").write_text(done.to_json())
+    loaded = report.load(tmp_path).sweeps
+    assert [(s.max_sustainable_rate, len(s.steps), s.slo_p99_ms) for s in loaded] == [(200.0, 3, 50.0)]
+
+
+def test_table_lists_every_step_and_the_outcome(tmp_path: Path) -> None:
+    done, _, _ = run(tmp_path, [100, 200], {200: {"p99": 60.0}})
+    lines = sweep.table(done).splitlines()
+    assert lines[0].split() == ["rate/s", "achieved/s", "p50", "ms", "p99", "ms", "p99.9", "ms", "errors", "verdict",
+                                "p99<=SLO", "run"]
+    assert lines[2].split()[:8] == ["100", "100.0", "2.50", "10.00", "20.00", "0", "VALID", "yes"]
+    assert lines[3].split()[:8] == ["200", "200.0", "15.00", "60.00", "120.00", "0", "VALID", "no"]
+    assert lines[4] == ("max sustainable throughput (quarkus, zipcodes, p99 SLO 50 ms): "
+                        "100 req/s (achieved 100.0, p99 10.00 ms)")
+    assert lines[5] == "stopped because p99 60 ms at 200 req/s exceeds the SLO of 50 ms"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "give RATES=\"R1 R2 ...\" or all of START=, STEP= and MAX="),
+    (["--rates", "100", "--start", "100"], "give either RATES or START, STEP and MAX, not both"),
+    (["--rates", "100 x"], "RATES must be whole numbers of requests per second > 0, got 'x'"),
+    (["--start", "300", "--step", "100", "--max", "200"], "MAX >= START"),
+    (["--rates", "100", "--slo-p99-ms", "0"], "must be a number of milliseconds > 0, not 0"),
+])
+def test_cli_refuses_bad_input_before_any_run(tmp_path: Path, args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "perflab", "sweep", "--app", "quarkus", "--scenario", "zipcodes",
+         "--inventory", str(tmp_path / "no-such-inventory"), "--results", str(tmp_path), *args],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert message in done.stderr
+    assert list(tmp_path.iterdir()) == []
