@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, k6, report, sweep, wrk2
+from perflab import audit, k6, report, sweep, watch, wrk2
 from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunContext, RunResult, SchemaError
 
 EXIT_OK = 0
@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.set_defaults(command=_thresholds)
     report.register(commands)
     sweep.register(commands)
+    watch.register(commands)
     return parser
 
 
