@@ -27,12 +27,17 @@ $(VENV_STAMP): requirements.txt pyproject.toml
 venv: $(VENV_STAMP) ## Create the controller virtualenv (.venv) from requirements.txt
 
 .PHONY: test
-test: lint test-unit test-apps test-lab ## Everything CI runs: lint, unit tests, the apps' contract suite, the lab end-to-end tests
+test: lint test-unit test-report test-apps test-lab ## Everything CI runs: lint, unit tests, the report in Chromium, the apps' contract suite, the lab end-to-end tests
 
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed) and mypy --strict
 	$(BIN)/mypy --strict perflab tests/unit
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+
+.PHONY: test-report
+test-report: $(VENV_STAMP) ## The HTML report from real tool output and bad input, opened in headless Chromium (screenshot: build/test-artifacts/report.png)
+	$(BIN)/mypy --strict tests/report
+	$(BIN)/pytest -q -p no:cacheprovider tests/report
 
 .PHONY: lint
 lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check of every playbook
@@ -147,6 +152,11 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under
 	$(require_inventory)
 	@$(MAKE) --no-print-directory $(foreach app,$(DEPLOY_APPS),apps/$(app)/target/perflab-$(app).jar)
 	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --apps "$(DEPLOY_APPS)" -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+
+# perflab report exits 3 when it wrote the page but listed problems (on stderr and in the page).
+.PHONY: report
+report: $(VENV_STAMP) ## One self-contained HTML page from RESULTS (default results/): latency spectra, sweeps, per-tier utilization, verdicts, report 3's table -> RESULTS/report.html
+	@$(BIN)/perflab report --results "$(PERFLAB_RESULTS_DIR)" || [ $$? -eq 3 ]
 
 .PHONY: test-bench
 test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
