@@ -29,6 +29,10 @@ venv: $(VENV_STAMP) ## Create the controller virtualenv (.venv) from requirement
 .PHONY: test
 test: lint test-unit test-report test-apps test-lab ## Everything CI runs: lint, unit tests, the report in Chromium, the apps' contract suite, the lab end-to-end tests
 
+.PHONY: dashboards
+dashboards: $(VENV_STAMP) ## Generate the Grafana dashboards dashboards/*.json from perflab/dashboards (commit the output; a unit test fails on drift)
+	$(BIN)/python -m perflab.dashboards dashboards
+
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed) and mypy --strict
 	$(BIN)/mypy --strict perflab tests/unit
@@ -158,13 +162,30 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under
 report: $(VENV_STAMP) ## One self-contained HTML page from RESULTS (default results/): latency spectra, sweeps, per-tier utilization, verdicts, report 3's table -> RESULTS/report.html
 	@$(BIN)/perflab report --results "$(PERFLAB_RESULTS_DIR)" || [ $$? -eq 3 ]
 
+# `make watch`: the lab's tiers live in the terminal, from the inventory's lab_prometheus_url
+# (PROMETHEUS_URL= overrides it). INTERVAL= seconds between refreshes (default 5).
+PROMETHEUS_URL ?=
+INTERVAL ?=
+
+.PHONY: watch
+watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), memory, saturation, errors; the busiest tier; the run in progress [PROMETHEUS_URL=] [INTERVAL=]; q quits
+	$(require_inventory)
+	@url="$(PROMETHEUS_URL)"; \
+	if [ -z "$$url" ]; then \
+	  url=$$($(BIN)/ansible -i "$(INVENTORY)" localhost -m ansible.builtin.debug \
+	    -a 'msg=prometheus={{ lab_prometheus_url | default("http://127.0.0.1:9090") }}' 2>/dev/null \
+	    | sed -n 's/.*prometheus=\([^" ]*\).*/\1/p'); \
+	  test -n "$$url" || { echo "perflab: cannot read lab_prometheus_url from $(INVENTORY): set PROMETHEUS_URL=http://..." >&2; exit 2; }; \
+	fi; \
+	exec $(BIN)/perflab watch --prometheus "$$url" $(if $(INTERVAL),--interval $(INTERVAL))
+
 .PHONY: test-bench
 test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, lab-down
-	$(BIN)/pytest -v tests/lab
+test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, every dashboard query after a short run, lab-down
+	$(BIN)/pytest -v tests/lab tests/dashboards
 
 .PHONY: bench-lab
 bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run
