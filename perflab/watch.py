@@ -41,7 +41,10 @@ EXIT_OK = 0
 EXIT_UNREACHABLE = 1
 EXIT_USAGE = 2
 
-# Bold, reverse: curses attributes keyed by the style of a rendered line.
+CTRL_C = 3
+QUIT_KEYS = (ord("q"), ord("Q"), CTRL_C)
+
+# The styles of rendered lines; _loop gives each its curses attributes.
 TITLE, NORMAL, BUSIEST, ALERT = "title", "normal", "busiest", "alert"
 
 
@@ -252,7 +255,7 @@ def render(state: State, now: float | None = None) -> list[tuple[str, str]]:
     ]
     snapshot = state.snapshot
     if state.error is not None:
-        lines.append((f"PROMETHEUS UNREACHABLE: {state.error} Retrying every {state.interval_s:g}s.", ALERT))
+        lines.append((f"PROMETHEUS UNREACHABLE: {state.error} Retrying every {state.interval_s:g}s (attempt {state.attempts}).", ALERT))
         if snapshot is not None:
             lines.append((f"(the figures below are from {_clock(snapshot.at)}, the last answer)", ALERT))
     if snapshot is None:
@@ -318,6 +321,9 @@ def _loop(screen: curses.window, state: State, prometheus: Prometheus) -> None:
         curses.init_pair(2, curses.COLOR_YELLOW, -1)
         attributes[ALERT] = curses.color_pair(1) | curses.A_BOLD
         attributes[BUSIEST] = curses.color_pair(2) | curses.A_BOLD
+    # Raw mode: Ctrl-C arrives as a key, not as SIGINT to the whole process group, so that
+    # `make watch` ends with perflab's exit 0 instead of make's "Interrupt".
+    curses.raw()
     screen.timeout(250)
     stop, changed = threading.Event(), threading.Event()
     poller = threading.Thread(target=_poll, args=(state, prometheus, stop, changed), daemon=True)
@@ -333,7 +339,7 @@ def _loop(screen: curses.window, state: State, prometheus: Prometheus) -> None:
                     lines = render(state)
                 _draw(screen, lines, attributes)
             key = screen.getch()
-            if key in (ord("q"), ord("Q"), 27):
+            if key in QUIT_KEYS:
                 return
     finally:
         stop.set()
