@@ -6,9 +6,11 @@ directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/rep
 - per app, the latency percentile spectrum on HdrHistogram's 1/(1-p) axis (corrected; the
   uncorrected one dashed beside it where wrk2 -U recorded it);
 - per scenario, throughput against p99 latency from sweeps;
-- per run, each tier's CPU and memory over the measured phase, and the verdict with every rule;
+- per run, each tier's CPU and memory over the measured phase, the verdict with every rule and
+  the limiting tier (attribution.json);
 - report 3's table per scenario: start to first request, max RSS, max throughput, per MiB.
-Only runs judged VALID or WARN are drawn: an INVALID run did not measure what it claims.
+Every readable run is drawn, its verdict in the legend; only runs judged VALID or WARN are compared
+(report 3's table): an INVALID run did not measure what it claims.
 
 The page has no script and fetches nothing: its Content-Security-Policy forbids any request, so
 a reference to anything outside the file would show up as an error in the browser.
@@ -33,7 +35,7 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,7 @@ EXIT_WRITTEN_WITH_PROBLEMS = 3
 EXIT_NOT_WRITTEN = 4
 
 REPORT_NAME = "report.html"
-JUDGED_FOR_CHARTS = ("VALID", "WARN")
+COMPARABLE = ("VALID", "WARN")  # verdicts whose figures may be compared
 MAX_SPECTRA_PER_APP = 8  # more lines than colours stop being readable
 TIER_COLORS = {"loadgen": PALETTE[1], "app": PALETTE[0], "db": PALETTE[2], "monitoring": PALETTE[3]}
 MIB = 1024.0 * 1024.0
@@ -100,6 +102,7 @@ class Run:
     status: str = "unknown"  # complete | incomplete | empty | unknown
     result: RunResult | None = None
     verdict: VerdictDoc | None = None
+    attribution: tuple[str, tuple[str, ...]] | None = None  # attribution.json: sentence, evidence lines
     app_max_rss_bytes: float | None = None
     utilization: Utilization | None = None
     utilization_missing: str | None = None  # why there is no utilization to draw
@@ -112,9 +115,9 @@ class Run:
         return self.status == "complete" and self.result is not None and self.raw_output_ok
 
     @property
-    def charted(self) -> bool:
-        """Drawn in the latency and comparison charts: readable and judged VALID or WARN."""
-        return self.readable and self.verdict is not None and self.verdict.status in JUDGED_FOR_CHARTS
+    def comparable(self) -> bool:
+        """Its figures may be compared with other runs': readable and judged VALID or WARN."""
+        return self.readable and self.verdict is not None and self.verdict.status in COMPARABLE
 
     @property
     def app(self) -> str:
@@ -285,6 +288,15 @@ def _load_run(path: Path) -> Run:
     else:
         run.problems.append("no audit.json: the run has no verdict and is left out of the charts")
 
+    if "attribution.json" in names:
+        try:
+            document = _read_json(path / "attribution.json")
+            evidence = _field(document, "evidence", (list,), "attribution.json", required=False) or []
+            run.attribution = (_field(document, "sentence", (str,), "attribution.json"),
+                               tuple(str(line) for line in evidence))
+        except ReportInputError as exc:
+            run.problems.append(f"{exc}; the limiting tier is not shown")
+
     if "observations.json" in names:
         try:
             observations = _read_json(path / "observations.json")
@@ -422,7 +434,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
         return "—"
     if value == 0:
         return "0"
-    if abs(value) >= 1000:
+    if abs(value) >= 999.5:
         return f"{value:,.0f}"
     return f"{value:.{digits}g}"
 
@@ -439,9 +451,9 @@ def _spectrum_points(latency: LatencyDistribution) -> tuple[tuple[float, float],
 
 
 def _latency_section(runs: Sequence[Run]) -> str:
-    charted = [r for r in runs if r.charted]
+    charted = [r for r in runs if r.readable]
     if not charted:
-        return "<p>No run judged VALID or WARN yet: nothing to draw.</p>"
+        return "<p>No complete run yet: nothing to draw.</p>"
     parts = []
     for app in sorted({r.app for r in charted}):
         latest: dict[tuple[str, float, str], Run] = {}
@@ -453,9 +465,10 @@ def _latency_section(runs: Sequence[Run]) -> str:
         series = []
         for i, run in enumerate(drawn[:MAX_SPECTRA_PER_APP]):
             result = run.result
-            assert result is not None and run.verdict is not None
+            assert result is not None
             color = PALETTE[i % len(PALETTE)]
-            label = (f"{run.scenario} at {result.target_rate:g}/s, {result.tool}, {run.verdict.status} "
+            verdict = run.verdict.status if run.verdict else "no verdict"
+            label = (f"{run.scenario} at {result.target_rate:g}/s, {result.tool}, {verdict} "
                      f"({run.run_id[:16]}); max {_fmt(result.latency_corrected.max_ms)} ms")
             series.append(Series(f"{label} — corrected", _spectrum_points(result.latency_corrected), color))
             if result.latency_uncorrected is not None:
@@ -497,7 +510,7 @@ def _sweep_section(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> str:
             for step in sweep.steps:
                 if step.p99_ms is None:
                     continue
-                if step.verdict not in JUDGED_FOR_CHARTS or step.within_slo is False or step.status != "complete":
+                if step.verdict not in COMPARABLE or step.within_slo is False or step.status != "complete":
                     hollow.add(len(points))
                 points.append((step.achieved_rate if step.achieved_rate is not None else step.rate, step.p99_ms))
             if sweep.slo_p99_ms is not None:
@@ -590,6 +603,11 @@ def _run_section(run: Run) -> str:
         parts.append(f'<p>Verdict: <span class="verdict {_esc(verdict.status)}">{_esc(verdict.status)}</span></p>')
         for key, value in verdict.notes:
             parts.append(f"<p>{_esc(key.replace('_', ' '))}: {_esc(value)}</p>")
+        if run.attribution is not None:
+            sentence, evidence = run.attribution
+            parts.append(f'<p class="attribution">Limiting tier: {_esc(sentence)}</p>')
+            if evidence:
+                parts.append("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in evidence) + "</ul>")
         rules = sorted(verdict.rules, key=lambda r: _STATUS_ORDER.index(r.status) if r.status in _STATUS_ORDER else 9)
         parts.append('<table class="rules"><thead><tr><th>rule</th><th>outcome</th><th>evidence</th></tr></thead><tbody>'
                      + "".join(f'<tr><td>{_esc(r.rule)}</td><td class="verdict {_esc(r.status)}">{_esc(r.status)}</td>'
@@ -602,50 +620,72 @@ def _run_section(run: Run) -> str:
 
 
 @dataclass(frozen=True)
-class _Figure:
+class Figure:
+    """One cell of the comparison: a value (None: not recorded) and where it comes from."""
+
     value: float | None
     source: str = ""
 
 
-def _comparison(runs: Sequence[Run], sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> str:
-    """Report 3's table per scenario: columns are the apps, rows the four figures."""
-    readable = [r for r in runs if r.readable]
-    scenarios = sorted({r.scenario for r in readable} | {s.scenario for s in sweeps})
-    if not scenarios:
-        return "<p>No complete run yet.</p>"
-    parts = []
-    for scenario in scenarios:
+@dataclass(frozen=True)
+class AppFigures:
+    """Report 3's four figures of one app in one scenario."""
+
+    start_to_first_request_ms: Figure
+    max_rss_mib: Figure
+    max_throughput: Figure  # req/s
+    throughput_per_mib: Figure  # req/s per MiB of max RSS
+
+
+COMPARISON_ROWS = (
+    ("start to first request (ms)", "start_to_first_request_ms"),
+    ("max RSS (MiB)", "max_rss_mib"),
+    ("max throughput (req/s)", "max_throughput"),
+    ("max throughput per MiB (req/s/MiB)", "throughput_per_mib"),
+)
+
+
+def compare(results: Results) -> dict[str, dict[str, AppFigures]]:
+    """Report 3's table per scenario: scenario -> app -> its figures, from every readable run and sweep."""
+    runs_by_id = {r.run_id: r for r in results.runs}
+    readable = [r for r in results.runs if r.readable]
+    table: dict[str, dict[str, AppFigures]] = {}
+    for scenario in sorted({r.scenario for r in readable} | {s.scenario for s in results.sweeps}):
         apps = sorted({r.app for r in readable if r.scenario == scenario}
-                      | {_sweep_variant(s, runs_by_id) for s in sweeps if s.scenario == scenario})
-        figures: dict[str, list[_Figure]] = {}
+                      | {_sweep_variant(s, runs_by_id) for s in results.sweeps if s.scenario == scenario})
+        table[scenario] = {}
         for app in apps:
             mine = [r for r in readable if r.app == app and r.scenario == scenario]
             starts = [r.result.app.start_to_first_request_ms for r in mine
                       if r.result is not None and r.result.app is not None
                       and r.result.app.start_to_first_request_ms is not None]
-            start = _Figure(statistics.fmean(starts), f"mean of {len(starts)} run(s)") if starts else _Figure(None)
+            start = Figure(statistics.fmean(starts), f"mean of {len(starts)} run(s)") if starts else Figure(None)
             rss = _max_rss(mine)
-            throughput = _max_throughput(app, scenario, mine, sweeps, runs_by_id)
-            per_mib = (_Figure(throughput.value / (rss.value / MIB), "")
-                       if throughput.value is not None and rss.value else _Figure(None))
-            figures[app] = [start, _Figure(rss.value / MIB if rss.value else None, rss.source), throughput, per_mib]
-        labels = ["start to first request (ms)", "max RSS (MiB)", "max throughput (req/s)",
-                  "max throughput per MiB (req/s/MiB)"]
-        first = apps[0]
+            throughput = _max_throughput(app, scenario, mine, results.sweeps, runs_by_id)
+            per_mib = (Figure(throughput.value / rss.value, "max throughput / max RSS")
+                       if throughput.value is not None and rss.value else Figure(None))
+            table[scenario][app] = AppFigures(start, rss, throughput, per_mib)
+    return table
+
+
+def _comparison_section(results: Results) -> str:
+    table = compare(results)
+    if not table:
+        return "<p>No complete run yet.</p>"
+    parts = []
+    for scenario, apps in table.items():
+        first = next(iter(apps))
         rows = []
-        for i, label in enumerate(labels):
+        for label, attribute in COMPARISON_ROWS:
             cells = []
-            for app in apps:
-                figure = figures[app][i]
+            for app, figures in apps.items():
+                figure: Figure = getattr(figures, attribute)
+                base: float | None = getattr(apps[first], attribute).value
                 text = _fmt(figure.value, 4)
-                base = figures[first][i].value
                 if app != first and figure.value is not None and base:
                     text += f" ({figure.value / base:.1%} of {first})"
-                source = f' title="{_esc(figure.source)}"' if figure.source else ""
-                note = f'<span class="source">{_esc(figure.source)}</span>' if figure.source else ""
-                if figure.value is None:
-                    note = '<span class="source">not recorded</span>'
-                cells.append(f"<td{source}>{_esc(text)}{note}</td>")
+                source = figure.source if figure.value is not None else "not recorded"
+                cells.append(f'<td>{_esc(text)}<span class="source">{_esc(source)}</span></td>')
             rows.append(f"<tr><th>{_esc(label)}</th>{''.join(cells)}</tr>")
         header = "".join(f"<th>{_esc(a)}</th>" for a in apps)
         parts.append(f'<h3>{_esc(scenario)}</h3><table class="compare"><thead><tr><th></th>{header}</tr></thead>'
@@ -653,29 +693,28 @@ def _comparison(runs: Sequence[Run], sweeps: Sequence[Sweep], runs_by_id: dict[s
     return "".join(parts)
 
 
-def _max_rss(runs: Iterable[Run]) -> _Figure:
-    """The app's max RSS: the JVM's own (observations) where recorded, else the app tier's (Prometheus)."""
-    runs = list(runs)
+def _max_rss(runs: Sequence[Run]) -> Figure:
+    """The app's max RSS in MiB: the JVM's own (observations) where recorded, else the app tier's (Prometheus)."""
     own = [r.app_max_rss_bytes for r in runs if r.app_max_rss_bytes is not None]
     if own:
-        return _Figure(max(own), "JVM max RSS (observations.json)")
+        return Figure(max(own) / MIB, "the app's max RSS (observations.json)")
     tier = [v for r in runs if r.utilization is not None and "app" in r.utilization.tiers
             for _, v in r.utilization.tiers["app"].memory_bytes]
     if tier:
-        return _Figure(max(tier), "app tier's resident memory, all its processes (utilization.json)")
-    return _Figure(None)
+        return Figure(max(tier) / MIB, "app tier's resident memory, all its processes (utilization.json)")
+    return Figure(None)
 
 
 def _max_throughput(app: str, scenario: str, runs: Sequence[Run], sweeps: Sequence[Sweep],
-                    runs_by_id: dict[str, Run]) -> _Figure:
+                    runs_by_id: dict[str, Run]) -> Figure:
     swept = [s.max_sustainable_rate for s in sweeps
              if s.scenario == scenario and _sweep_variant(s, runs_by_id) == app and s.max_sustainable_rate is not None]
     if swept:
-        return _Figure(max(swept), "max sustainable rate of a sweep")
-    judged = [r.result.achieved_rate for r in runs if r.charted and r.result is not None]
+        return Figure(max(swept), "max sustainable rate of a sweep")
+    judged = [r.result.achieved_rate for r in runs if r.comparable and r.result is not None]
     if judged:
-        return _Figure(max(judged), "highest achieved rate of a VALID/WARN run (no sweep)")
-    return _Figure(None)
+        return Figure(max(judged), "highest achieved rate of a VALID/WARN run (no sweep)")
+    return Figure(None)
 
 
 _STYLE = """
@@ -703,16 +742,16 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
     problems = ("<ul class=\"problems\">" + "".join(f'<li class="problem">{_esc(p)}</li>' for p in results.problems)
                 + "</ul>") if results.problems else "<p>None: every run directory was read.</p>"
     summary = (f"{len(results.runs)} run directories ({sum(r.readable for r in results.runs)} complete and readable, "
-               f"{sum(r.charted for r in results.runs)} judged VALID or WARN), {len(results.sweeps)} sweep(s), "
+               f"{sum(r.comparable for r in results.runs)} judged VALID or WARN), {len(results.sweeps)} sweep(s), "
                f"{len(results.problems)} problem(s).")
     body = [
         f"<h1>perflab report</h1><p>From <code>{_esc(results.directory)}</code>, written "
         f"{generated_at.strftime('%Y-%m-%d %H:%M:%S %Z')}. {_esc(summary)}</p>",
-        "<p>Only runs judged VALID or WARN are drawn and compared: an INVALID run did not measure what it "
-        "claims (see its verdict below).</p>",
+        "<p>Every complete run is drawn with its verdict; only runs judged VALID or WARN are compared: an "
+        "INVALID run did not measure what it claims (see its verdict below).</p>",
         f'<h2 id="problems">Problems ({len(results.problems)})</h2>{problems}',
         f'<h2 id="compare">Apps compared</h2><p>As report 3: start to first request, max RSS, max throughput '
-        f"and throughput per MiB of RSS, per scenario.</p>{_comparison(results.runs, results.sweeps, runs_by_id)}",
+        f"and throughput per MiB of RSS, per scenario.</p>{_comparison_section(results)}",
         f'<h2 id="latency">Latency spectrum per app</h2>{_latency_section(results.runs)}',
         f'<h2 id="sweeps">Throughput against latency (sweeps)</h2>{_sweep_section(results.sweeps, runs_by_id)}',
         f'<h2 id="runs">Runs, verdicts and per-tier utilization</h2>{_run_rows(results.runs)}',
@@ -770,7 +809,7 @@ def _report(args: argparse.Namespace) -> int:
         return EXIT_NOT_WRITTEN
     for problem in results.problems:
         print(f"perflab: report: {problem}", file=sys.stderr)
-    charted = sum(r.charted for r in results.runs)
-    print(f"{output}: {len(results.runs)} runs ({charted} drawn), {len(results.sweeps)} sweeps, "
+    comparable = sum(r.comparable for r in results.runs)
+    print(f"{output}: {len(results.runs)} runs ({comparable} VALID or WARN), {len(results.sweeps)} sweeps, "
           f"{len(results.problems)} problems")
     return EXIT_WRITTEN_WITH_PROBLEMS if results.problems else EXIT_WRITTEN

@@ -53,7 +53,7 @@ class Chart:
     notes: tuple[str, ...] = field(default=())
 
 
-_MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_TOP, _MARGIN_BOTTOM = 64, 16, 28, 44
+_MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_TOP, _MARGIN_BOTTOM = 64, 30, 28, 44
 
 
 def percentile_position(fraction: float) -> float:

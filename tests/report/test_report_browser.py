@@ -1,0 +1,82 @@
+"""The report in a real browser (Debian's chromium, headless): it opens with no console error,
+its charts are drawn and visible, and a screenshot is kept in build/test-artifacts/report.png.
+The checker itself is shown to fail on pages with a console error, an uncaught exception, and a
+request the report's Content-Security-Policy refuses."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .builder import full_results, perflab
+from .chromium import visit
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
+
+# Every chart's box and its drawn lines, as the browser laid them out.
+CHART_GEOMETRY = """
+Array.from(document.querySelectorAll("svg.chart")).map(svg => {
+  const box = svg.getBoundingClientRect();
+  const style = getComputedStyle(svg);
+  return {
+    kind: svg.getAttribute("class"),
+    width: box.width, height: box.height,
+    visible: style.display !== "none" && style.visibility !== "hidden" && svg.checkVisibility(),
+    lines: Array.from(svg.querySelectorAll("polyline.series")).map(line => line.getTotalLength()),
+    ticks: svg.querySelectorAll("text.tick").length,
+  };
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = full_results(tmp_path_factory.mktemp("results"))
+    done = perflab("report", "--results", results)
+    assert done.returncode == 3, done.stderr  # written, with the bad input listed
+    return results / "report.html"
+
+
+def test_report_opens_without_console_errors_and_draws_its_charts(report_page: Path) -> None:
+    seen = visit(report_page, CHART_GEOMETRY)
+    assert seen.errors == []
+    charts: list[dict[str, Any]] = seen.evaluated
+    kinds = [c["kind"] for c in charts]
+    assert kinds.count("chart chart-latency") == 3
+    assert kinds.count("chart chart-sweep") == 1
+    assert kinds.count("chart chart-cpu") == 1 and kinds.count("chart chart-memory") == 1
+    for chart in charts:
+        assert chart["visible"] and chart["width"] > 100 and chart["height"] > 100, chart
+        assert chart["ticks"] >= 4, chart
+        assert chart["lines"] and all(length > 20 for length in chart["lines"]), chart
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot = ARTIFACTS / "report.png"
+    screenshot.write_bytes(seen.screenshot_png)
+    assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 50_000
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ('<script>console.error("deliberate console error")</script>', "console.error: deliberate console error"),
+    ("<script>window.noSuchFunction()</script>", "uncaught exception: TypeError: window.noSuchFunction"),
+    # The report's own policy: anything from outside the file is refused, and that is an error.
+    ('<img src="http://192.0.2.1/chart.png" alt="">', "log (security): Loading the image 'http://192.0.2.1/chart.png' violates the following Content Security Policy"),
+])
+def test_the_check_catches_console_errors(tmp_path: Path, body: str, expected: str) -> None:
+    policy = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'" if "<script" in body \
+        else "default-src 'none'; style-src 'unsafe-inline'"
+    page = tmp_path / "broken.html"
+    page.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{policy}">'
+                    f"</head><body><svg class=\"chart\" width=\"100\" height=\"100\"></svg>{body}</body></html>")
+    seen = visit(page, CHART_GEOMETRY)
+    assert any(expected in error for error in seen.errors), seen.errors
+    assert len(seen.evaluated) == 1  # the page itself loaded; only the error differs
+
+
+def test_chromium_is_the_debian_package() -> None:
+    """CI installs chromium from Debian's apt (.ci/run); the test must not silently use something else."""
+    done = subprocess.run(["chromium", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("Chromium "), done.stdout + done.stderr
