@@ -97,9 +97,10 @@ def datasource_variable() -> dashboard_builder.DatasourceVariable:
 
 
 def label_values_variable(name: str, label: str, query_text: str, description: str) -> dashboard_builder.QueryVariable:
-    """A variable listing the values of a label (multi-select, "All" by default)."""
+    """A variable listing the values of a label (multi-select, "All" by default). The query is the
+    classic string `label_values(selector, label)`, which every Grafana version reads."""
     return (dashboard_builder.QueryVariable(name).label(label).description(description).datasource(DATASOURCE)
-            .query({"qryType": 1, "query": query_text, "refId": f"PrometheusVariableQueryEditor-{name}"})
+            .query(query_text)
             .refresh(dashboard_model.VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(dashboard_model.VariableSort.ALPHABETICAL_DESC)
             .multi(True).include_all(True).all_value(".*")

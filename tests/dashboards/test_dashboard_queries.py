@@ -88,7 +88,7 @@ def test_variables_offer_the_run_and_its_app(window: RunWindow) -> None:
         if variable["type"] != "query":
             continue
         # label_values(SELECTOR, LABEL): the values of LABEL among SELECTOR's series in the window.
-        match = re.fullmatch(r"label_values\((.*), (\w+)\)", variable["query"]["query"])
+        match = re.fullmatch(r"label_values\((.*), (\w+)\)", variable["query"])
         assert match, variable["query"]
         selector, label = window.substitute(match.group(1)), match.group(2)
         offered = {s.labels.get(label) for s in prometheus.query_range(

@@ -148,8 +148,8 @@ def test_panels_fit_the_grid_without_overlapping(name: str) -> None:
 def test_app_and_run_variables_and_the_run_window(name: str) -> None:
     board = checked_in()[name]
     variables = {v["name"]: v for v in board["templating"]["list"]}
-    assert "jvm_info_total" in variables["app"]["query"]["query"]
-    assert variables["run"]["query"]["query"] == 'label_values(perflab_run_info{app=~"$app"}, run_id)'
+    assert "jvm_info_total" in variables["app"]["query"]
+    assert variables["run"]["query"] == 'label_values(perflab_run_info{app=~"$app"}, run_id)'
     (window,) = board["annotations"]["list"]
     assert "perflab_run_info" in window["expr"] and 'run_id=~"$run"' in window["expr"]
     assert window["titleFormat"] == "{{run_id}}: {{phase}}"
