@@ -16,6 +16,7 @@ import curses
 import math
 import os
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -255,7 +256,7 @@ def render(state: State, now: float | None = None) -> list[tuple[str, str]]:
     ]
     snapshot = state.snapshot
     if state.error is not None:
-        lines.append((f"PROMETHEUS UNREACHABLE: {state.error} Retrying every {state.interval_s:g}s (attempt {state.attempts}).", ALERT))
+        lines.append((f"PROMETHEUS UNREACHABLE (attempt {state.attempts}, retrying every {state.interval_s:g}s): {state.error}", ALERT))
         if snapshot is not None:
             lines.append((f"(the figures below are from {_clock(snapshot.at)}, the last answer)", ALERT))
     if snapshot is None:
@@ -298,12 +299,23 @@ def _poll(state: State, prometheus: Prometheus, stop: threading.Event, changed: 
         stop.wait(state.interval_s)
 
 
+def fit(lines: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """Lines cut to the terminal's width, except alerts, which wrap: their end says what to do."""
+    fitted: list[tuple[str, str]] = []
+    for text, style in lines:
+        if style == ALERT and len(text) > width:
+            fitted.extend((part, style) for part in textwrap.wrap(text, max(10, width)))
+        else:
+            fitted.append((text[:width], style))
+    return fitted
+
+
 def _draw(screen: curses.window, lines: list[tuple[str, str]], attributes: dict[str, int]) -> None:
     screen.erase()
     height, width = screen.getmaxyx()
-    for row, (text, style) in enumerate(lines[: max(0, height)]):
+    for row, (text, style) in enumerate(fit(lines, width - 1)[: max(0, height)]):
         try:
-            screen.addnstr(row, 0, text, max(0, width - 1), attributes.get(style, curses.A_NORMAL))
+            screen.addstr(row, 0, text, attributes.get(style, curses.A_NORMAL))
         except curses.error:
             pass  # a terminal resized under us: the next redraw fits again
     screen.refresh()

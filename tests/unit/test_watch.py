@@ -113,9 +113,12 @@ def test_unreachable_prometheus_is_one_line_and_keeps_the_last_figures() -> None
     state = State(url="u", interval_s=2, window="30s", error="Prometheus at u is unreachable (refused).", attempts=4)
     lines = watch.render(state, now=AT)
     assert [style for _, style in lines].count(watch.ALERT) == 1
-    assert lines[1] == ("PROMETHEUS UNREACHABLE: Prometheus at u is unreachable (refused). Retrying every 2s "
-                        "(attempt 4).", watch.ALERT)
+    assert lines[1] == ("PROMETHEUS UNREACHABLE (attempt 4, retrying every 2s): Prometheus at u is unreachable "
+                        "(refused).", watch.ALERT)
     assert len(lines) == 2
+    wrapped = watch.fit(lines, 40)
+    assert len(wrapped[0][0]) == 40 and all(len(text) <= 40 for text, _ in wrapped)
+    assert " ".join(text for text, style in wrapped if style == watch.ALERT) == lines[1][0]
     state.snapshot = _snapshot()
     text = _text(state)
     assert "the last answer" in text and "busiest tier: app" in text
