@@ -6,9 +6,10 @@ A tier limits a run when the queue in front of it grows, not merely when it is b
 CPU that answers promptly did not slow the run down. So the evidence each tier needs is a busy
 resource AND a sign that the work waited for it:
 - db: the app's requests waited for a DB connection (the pool's queue; every statement took
-  longer than the pool could absorb) while the DB host's CPU, its CPUs (shared cores), or its
-  disk were saturated; pool waits with an idle DB mean slow round trips (network delay, locks),
-  still the DB tier;
+  longer than the pool could absorb) while the DB host's CPU, its disk or its statement queue
+  were saturated, or its CPUs (shared cores) were while the app's were not; pool waits with an
+  idle DB and an idle app mean slow round trips (network delay, locks), still the DB tier; pool
+  waits with both tiers' CPUs taken by other processes are not attributed (nothing tells which);
 - app: its own CPU saturated against its allotted cores, or many threads BLOCKED on monitors,
   with no wait on the DB;
 - loadgen: its own CPU over the audit's 80%, or iterations dropped while no tier downstream
@@ -34,6 +35,7 @@ from perflab.model import SCHEMA_VERSION, RunResult, dumps
 class AttributionThresholds:
     cpu_saturated: Threshold
     cpus_contended: Threshold
+    db_threads_running: Threshold
     disk_busy: Threshold
     pool_waiting: Threshold
     threads_blocked: Threshold
@@ -54,6 +56,7 @@ THRESHOLDS = AttributionThresholds(
         "The CPUs a tier may use, over 90% busy with every process of the machine (co-located tiers "
         "included): the tier waits for a core even when its own use is small.",
     ),
+    db_threads_running=AUDIT_THRESHOLDS.db_threads_running,
     disk_busy=Threshold(
         AUDIT_THRESHOLDS.db_disk_busy.value,
         "The audit's DB disk threshold (report 1, step 2): a device busy over 80% of the window queues I/O.",
@@ -166,6 +169,8 @@ def _with_saturated(f: TierFigures, t: AttributionThresholds) -> TierFigures:
         found.append(f"disk busy {f.disk_busy_fraction:.0%} of the window{wait}")
     if _over(f.network_link_fraction, t.network_link):
         found.append(f"network at {f.network_link_fraction:.0%} of its link speed")
+    if _over(f.threads_running_avg, t.db_threads_running):
+        found.append(f"{f.threads_running_avg:.1f} statements in progress in the DB on average")
     if _over(f.pool_waiting_avg, t.pool_waiting):
         found.append(f"{f.pool_waiting_avg:.1f} requests waiting for a DB connection on average "
                      f"(at most {f.pool_waiting_max or 0:g})")
@@ -216,16 +221,35 @@ def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRE
     def verdict(tier: str, why: str) -> Attribution:
         return Attribution(tier, f"limited by the {why}, at {rate_text}.", evidence, rows)
 
-    db_resources = [s for s in db.saturated]
-    if pool_waits and (db_resources or not app_cpu_saturated):
+    # The DB's own CPU or disk, or statements piling up inside it; its shared CPUs being busy
+    # counts only together with that queue (co-located processes may be what keeps them busy).
+    db_queue = _over(db.threads_running_avg, t.db_threads_running)
+    db_busy = (_over(db.cpu_busy_fraction, t.cpu_saturated) or _over(db.disk_busy_fraction, t.disk_busy)
+               or db_queue)
+    app_starved = _over(app.cpus_busy_fraction, t.cpus_contended) and not app_cpu_saturated
+    app_cpu = [s for s in app.saturated if "DB connection" not in s]
+    db_contended = _over(db.cpus_busy_fraction, t.cpus_contended)
+    if pool_waits:
         waits = next(s for s in app.saturated if "waiting for a DB connection" in s)
-        if db_resources:
+        if db_busy or (db_contended and not (app_cpu_saturated or app_starved)):
+            spare = "" if db_busy else "; the app had CPU to spare"
             return verdict("db", f"database: the app had {waits} while the DB host had "
-                                 f"{' and '.join(db_resources)}")
-        return verdict("db", f"database's round trips: the app had {waits} while the DB host's CPU "
-                             "and disk were not saturated (slow answers: network delay or locks)")
-    if app_cpu_saturated or app_blocked:
-        return verdict("app", f"app: {' and '.join(s for s in app.saturated if 'DB connection' not in s)}")
+                                 f"{' and '.join(db.saturated)}{spare}")
+        if app_cpu_saturated or (app_starved and not db_contended):
+            own = f"itself using {app.busy_cores:.2f} of {app.allotted_cores:g} cores" if app.busy_cores is not None else ""
+            return verdict("app", f"app's CPU: {' and '.join(app_cpu)}{', ' + own if app_starved and own else ''}; "
+                                  f"it held its DB connections while waiting for a core ({waits}), "
+                                  "and the DB had no statement queue")
+        if app_starved:
+            return Attribution(None, f"not attributed: the app had {waits}, but both the app's CPUs "
+                                     f"({app.cpus_busy_fraction:.0%}) and the DB's ({db.cpus_busy_fraction:.0%}) were "
+                                     "busy with other processes of the machine and the DB had no statement queue: "
+                                     f"either may have held the connections, at {rate_text}; run on a quieter "
+                                     "machine or give the tiers their own cores.", evidence, rows)
+        return verdict("db", f"database's round trips: the app had {waits} while the DB host's CPU, disk "
+                             "and statement queue were not saturated (slow answers: network delay or locks)")
+    if app_cpu_saturated or app_blocked or (app_starved and achieved < t.kept_up.value):
+        return verdict("app", f"app: {' and '.join(app_cpu)}")
     if network:
         return verdict(f"network:{network[0].tier}",
                        f"network of the {network[0].tier} tier ({network[0].network_link_fraction:.0%} of its link speed)")

@@ -44,6 +44,7 @@ class Thresholds:
     db_cpu_busy: Threshold
     db_disk_busy: Threshold
     db_pool_waiting: Threshold
+    db_threads_running: Threshold
     max_write_share_drift: Threshold
     statements_per_request_tolerance: Threshold
     max_jit_compile_fraction: Threshold
@@ -84,6 +85,13 @@ THRESHOLDS = Thresholds(
         "Requests waiting for a DB connection, on average over the window: half a request always "
         "waiting means the DB's answers, not the app's CPU, set the pace (a pool that keeps up has 0). "
         "With the DB's CPUs busy (shared cores count: co-located tiers starve it too) the DB limited the run.",
+    ),
+    db_threads_running=Threshold(
+        2.0,
+        "Statements in progress in the DB (Threads_running), on average over the scrapes: the "
+        "exporter's own SHOW STATUS is one; two or more means app statements were still in the DB "
+        "at every scrape, where a DB keeping up at benchmark rates (~1 ms per statement) shows ~0. "
+        "Without that queue, busy shared CPUs and pool waits point at the app's CPU, not the DB.",
     ),
     max_write_share_drift=Threshold(
         0.05,
@@ -281,11 +289,13 @@ def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleR
     if obs.db_disk_busy is not None and obs.db_disk_busy > t.db_disk_busy.value:
         busy.append(f"disk busy {obs.db_disk_busy:.0%} of the window")
     shared = (obs.cpus_busy or {}).get("db")
-    waiting = (obs.saturation or Saturation()).app_pool_waiting_avg
+    saturation = obs.saturation or Saturation()
+    waiting, running = saturation.app_pool_waiting_avg, saturation.db_threads_running_avg
     if (shared is not None and shared > t.db_cpu_busy.value and waiting is not None
-            and waiting >= t.db_pool_waiting.value):
-        busy.append(f"its CPUs {shared:.0%} busy with every process of the machine while the app's requests "
-                    f"waited for a DB connection ({waiting:.1f} on average)")
+            and waiting >= t.db_pool_waiting.value and running is not None and running >= t.db_threads_running.value):
+        busy.append(f"its CPUs {shared:.0%} busy with every process of the machine while {running:.1f} statements "
+                    f"were in progress in it and the app's requests waited for a DB connection "
+                    f"({waiting:.1f} on average)")
     if app.busy_fraction < t.app_cpu_well_below.value and busy:
         return _result(
             name,

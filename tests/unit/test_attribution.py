@@ -45,14 +45,50 @@ def test_busy_without_a_queue_is_noted_but_not_blamed() -> None:
 
 
 def test_db_saturated_with_app_pool_waits_is_the_db() -> None:
-    hogged = dataclasses.replace(with_(CALM, app_pool_waiting_avg=6.0, app_pool_waiting_max=40.0),
-                                 db_cpu=TierCpu(0.7, 1), cpus_busy={"loadgen": 1.0, "db": 1.0, "app": 0.4})
+    hogged = dataclasses.replace(
+        with_(CALM, app_pool_waiting_avg=6.0, app_pool_waiting_max=40.0, db_threads_running_avg=9.0),
+        db_cpu=TierCpu(0.7, 1), cpus_busy={"loadgen": 1.0, "db": 1.0, "app": 0.4})
     found = attribute(run(achieved=150.0, dropped=900), hogged)
     assert found.limiting_tier == "db"
     assert "database: the app had 6.0 requests waiting for a DB connection on average (at most 40)" in found.sentence
     assert "its CPUs 100% busy with every process of the machine" in found.sentence
+    assert "9.0 statements in progress in the DB on average" in found.sentence
     # the generator dropped iterations, but the answers were slow: a symptom, not the limit
     assert "loadgen" not in found.sentence.split("while")[0]
+
+
+STARVED = dataclasses.replace(
+    with_(CALM, app_pool_waiting_avg=87.3, app_pool_waiting_max=228.0, db_threads_running_avg=1.0),
+    app_cpu=TierCpu(0.15, 1), db_cpu=TierCpu(0.03, 1), cpus_busy={"loadgen": 0.5, "db": 0.5, "app": 0.93})
+
+
+def test_pool_waits_with_the_apps_cpus_taken_by_others_are_the_app() -> None:
+    found = attribute(run(achieved=139.452, dropped=1690), STARVED)
+    assert found.limiting_tier == "app", found.sentence
+    assert found.sentence.startswith("limited by the app's CPU: its CPUs 93% busy with every process of the machine, "
+                                     "itself using 0.15 of 1 cores; it held its DB connections")
+
+
+def test_pool_waits_with_the_dbs_cpus_taken_and_the_app_free_are_the_db() -> None:
+    """The CPU hog on the DB host: its shared core saturated, the app's core free."""
+    hog = dataclasses.replace(STARVED, cpus_busy={"loadgen": 1.0, "db": 1.0, "app": 0.4}, db_cpu=TierCpu(0.8, 1))
+    found = attribute(run(achieved=139.452, dropped=1690), hog)
+    assert found.limiting_tier == "db", found.sentence
+    assert found.sentence.endswith("its CPUs 100% busy with every process of the machine; the app had CPU to spare, "
+                                   "at 139.452 of 200 req/s (70%).")
+
+
+def test_pool_waits_with_both_tiers_starved_are_not_attributed() -> None:
+    """A machine loaded by others (seen with four labs on the 2-core dev box): nothing can tell."""
+    both = dataclasses.replace(STARVED, cpus_busy={"loadgen": 1.0, "db": 1.0, "app": 0.93})
+    found = attribute(run(achieved=139.452, dropped=1690), both)
+    assert found.limiting_tier is None
+    assert "both the app's CPUs (93%) and the DB's (100%) were busy with other processes" in found.sentence
+
+
+def test_a_starved_app_that_kept_up_is_not_blamed() -> None:
+    found = attribute(run(), dataclasses.replace(CALM, cpus_busy={"loadgen": 0.5, "db": 0.5, "app": 0.95}))
+    assert found.limiting_tier is None
 
 
 def test_db_disk_busy_with_pool_waits_is_the_db_disk() -> None:

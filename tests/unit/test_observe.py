@@ -87,10 +87,18 @@ APP_IDLE = {"app_cpu": TierCpu(0.2, 1), "db_cpu": TierCpu(0.1, 1)}
 
 
 def test_db_starved_on_shared_cpus_with_pool_waits_is_not_comparable() -> None:
-    obs = Observations(**APP_IDLE, cpus_busy={"db": 0.99}, saturation=Saturation(app_pool_waiting_avg=5.0))  # type: ignore[arg-type]
+    queued = Saturation(app_pool_waiting_avg=5.0, db_threads_running_avg=7.0)
+    obs = Observations(**APP_IDLE, cpus_busy={"db": 0.99}, saturation=queued)  # type: ignore[arg-type]
     result = audit.app_is_bottleneck(STEADY, obs, THRESHOLDS)
     assert result.status is Status.INVALID
-    assert "its CPUs 99% busy with every process of the machine while the app's requests waited" in result.evidence
+    assert ("its CPUs 99% busy with every process of the machine while 7.0 statements were in progress in it "
+            "and the app's requests waited for a DB connection (5.0 on average)") in result.evidence
+
+
+def test_pool_waits_without_a_statement_queue_in_the_db_keep_the_rule_quiet() -> None:
+    no_queue = Saturation(app_pool_waiting_avg=5.0, db_threads_running_avg=1.0)
+    obs = Observations(**APP_IDLE, cpus_busy={"db": 0.99}, saturation=no_queue)  # type: ignore[arg-type]
+    assert audit.app_is_bottleneck(STEADY, obs, THRESHOLDS).status is Status.VALID
 
 
 def test_busy_shared_cpus_without_pool_waits_keep_the_rule_quiet() -> None:

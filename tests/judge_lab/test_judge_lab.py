@@ -1,0 +1,97 @@
+"""End to end on a lab: every run is judged from Prometheus and attributed to its limiting tier.
+
+A normal run (the shared `short_run`) keeps up and is not attributed to the DB; its observations
+hold the mix by third, the statements per request the contract expects, TLS on every DB session,
+and utilization.json. A run during which a CPU hog runs on the db host is attributed to the DB.
+
+On the local default the db, loadgen and monitoring containers share core 0, so a hog "on the DB
+host" also takes CPU from the load generator. Two things keep this test honest about it: the hog
+runs inside the db container, whose processes share that container's CPU weight (cgroup
+cpu.shares/cpu.weight) and so starve mysqld first, the other containers keeping their fair share;
+and the attribution must name the DB from the queue in front of it (the app's requests waiting for
+a DB connection), not from CPU alone. The docker provider only: the hog is started with docker exec.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labkit import INVENTORY, ROOT, make, new_run_dir, read_json, run_dirs, tail
+
+# One short run under the hog: no warm-up (the attribution, not the JIT, is under test), the
+# short run's rate and app so the two runs differ only by the hog.
+HOG_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WARMUP=0s")
+HOG_PROCESSES = 16  # busy loops in the db container: mysqld gets about 1/17 of its container's share
+HOG_PIDS = "/run/perflab-test-hog.pids"
+
+
+def inventory_hosts(group: str) -> list[str]:
+    listed = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", INVENTORY, "--list"],
+                            cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    hosts: list[str] = json.loads(listed.stdout)[group]["hosts"]
+    return hosts
+
+
+@pytest.fixture(scope="module")
+def db_hog(lab: str) -> Iterator[str]:
+    """CPU hog in the db container for as long as the module needs it (each loop also ends by
+    itself after 10 minutes, should the test be killed); yields the db host."""
+    db = inventory_hosts("db")[0]
+    script = (f"rm -f {HOG_PIDS}; for i in $(seq {HOG_PROCESSES}); do "
+              f"timeout 600 sh -c 'while :; do :; done' & echo $! >> {HOG_PIDS}; done")
+    subprocess.run(["docker", "exec", db, "sh", "-c", script], check=True, timeout=60)
+    try:
+        yield db
+    finally:
+        subprocess.run(["docker", "exec", db, "sh", "-c", f"kill $(cat {HOG_PIDS}) 2>/dev/null; rm -f {HOG_PIDS}"],
+                       check=False, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def hogged_run(db_hog: str) -> Path:
+    before = run_dirs()
+    done = make("bench", *HOG_RUN)
+    assert done.returncode == 0, "the run under the hog failed:\n" + tail(done.stdout, 80)
+    run_dir = new_run_dir(before)
+    assert "bottleneck: " in done.stdout, "the bench did not print the attribution"
+    return run_dir
+
+
+def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_run: Path) -> None:
+    attribution = read_json(short_run / "attribution.json")
+    observations = read_json(short_run / "observations.json")
+    assert attribution["limiting_tier"] != "db", attribution["sentence"]
+    result = read_json(short_run / "result.json")
+    if result["achieved_rate"] >= 0.95 * result["target_rate"]:  # a machine loaded by others may fall short
+        assert attribution["limiting_tier"] is None, attribution["sentence"]
+        assert attribution["sentence"].startswith("no tier was saturated: the system kept up"), attribution["sentence"]
+    thirds = observations["write_share_by_third"]
+    assert thirds is not None and all(0.45 <= share <= 0.55 for share in thirds), thirds  # write_ratio 0.5
+    observed, expected = observations["statements_per_request"], observations["expected_statements_per_request"]
+    assert observed and expected, observations["unobserved"]
+    assert abs(observed["select"] - expected["select"]) <= 0.05 and abs(observed["insert"] - expected["insert"]) <= 0.05
+    sessions = observations["db_sessions"]
+    assert sessions is not None and sessions["total"] > 0 and sessions["tls"] == sessions["total"], sessions
+    assert observations["app_max_rss_bytes"] > 50e6
+    rules = {rule["rule"]: rule for rule in read_json(short_run / "audit.json")["rules"]}
+    for name in ("steady_mix", "same_db_work"):
+        assert rules[name]["status"] == "VALID", rules[name]
+    assert rules["jit_quiet"]["status"] == "NOT_EVALUATED"  # quarkus exports no JIT time: says so
+    assert "jvm_compilation_time_ms_total" in rules["jit_quiet"]["evidence"]
+    utilization = read_json(short_run / "utilization.json")
+    assert {"loadgen", "app", "db"} <= set(utilization["tiers"])
+    app = utilization["tiers"]["app"]
+    assert app["allotted_cores"] >= 1 and max(v for _, v in app["busy_cores"]) > 0.05
+
+
+def test_a_run_with_a_cpu_hog_on_the_db_host_is_attributed_to_the_db(hogged_run: Path) -> None:
+    attribution = read_json(hogged_run / "attribution.json")
+    sentence = attribution["sentence"]
+    assert attribution["limiting_tier"] == "db", sentence
+    assert "waiting for a DB connection" in sentence, sentence
+    db = next(t for t in attribution["tiers"] if t["tier"] == "db")
+    assert db["saturated"], db  # the DB host's CPU (hog included) or its CPUs, not only the app's waits
