@@ -185,7 +185,7 @@ test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (PERFLAB_TEST_INVENTORY, de
 
 .PHONY: test-lab
 test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query after a short run, lab-down
-	$(BIN)/pytest -v tests/lab tests/watch tests/dashboards
+	$(BIN)/pytest -v tests/lab tests/watch tests/dashboards tests/judge_lab
 
 .PHONY: bench-lab
 bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run
