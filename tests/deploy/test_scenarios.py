@@ -48,7 +48,7 @@ def test_the_four_workloads_exist() -> None:
     for name in SCENARIOS:
         data = yaml.safe_load((REPO / "scenarios" / f"{name}.yml").read_text())
         assert data["name"] == name
-        for key in ("rate", "duration", "warmup", "connections", "threads", "endpoints", "script"):
+        for key in ("rate", "duration", "warmup", "slo_p99_ms", "connections", "threads", "endpoints", "script"):
             assert key in data, f"{name}: {key} missing"
 
 
@@ -58,6 +58,7 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
                               loadgen_rate="123", loadgen_duration="2m")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert run["scenario"]["rate"] == 123 and run["duration_s"] == 120 and run["warmup_s"] == 30
+    assert run["scenario"]["slo_p99_ms"] == 50.0
     warm, measure = run["phases"]["warmup"], run["phases"]["measure"]
     # Warm-up and measured phase write different fresh keys.
     assert warm["environment"]["KEY_PHASE"] != measure["environment"]["KEY_PHASE"]
@@ -72,6 +73,12 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
         assert measure["argv"][measure["argv"].index("-R") + 1] == "123"
         assert measure["argv"][-1] == "http://app.example:8080"
         assert measure["environment"]["WRK_THREADS"] == "2"
+
+
+def test_slo_override_is_the_slo_as_run(tmp_path: Path) -> None:
+    proc, run = load_scenario(tmp_path, loadgen_scenario="greeting", loadgen_slo_p99_ms="12.5")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert run["scenario"]["slo_p99_ms"] == 12.5
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -89,6 +96,8 @@ def test_every_scenario_loads_for_k6(tmp_path: Path, name: str) -> None:
         ({"loadgen_scenario": "greeting", "loadgen_rate": "-5"}, "RATE must be a whole number > 0"),
         ({"loadgen_scenario": "greeting", "loadgen_duration": "soon"}, "DURATION and warmup a number with s, m or h"),
         ({"loadgen_scenario": "greeting", "loadgen_tool": "wrk2", "loadgen_duration": "10s"}, "calibration"),
+        ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "fast"}, "SLO_P99_MS / slo_p99_ms a number of milliseconds > 0 (got 'fast')"),
+        ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "0"}, "SLO_P99_MS / slo_p99_ms a number of milliseconds > 0 (got '0')"),
     ],
 )
 def test_bad_scenario_input_is_refused_clearly(tmp_path: Path, extra: dict[str, str], message: str) -> None:
