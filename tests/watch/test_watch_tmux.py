@@ -1,19 +1,26 @@
 """`make watch` in a real terminal (tmux: send-keys, capture-pane) on the session's lab: the four
-tiers with figures from its Prometheus, the busiest tier named, q and Ctrl-C ending it with exit
-status 0 and the terminal as it was; an unreachable Prometheus said on screen while it retries."""
+tiers with figures from its Prometheus, the busiest tier named, the shared short run shown while it
+runs with the rate k6 achieves, q and Ctrl-C ending it with exit status 0 and the terminal as it
+was; an unreachable Prometheus said on screen while it retries.
+
+The short run is watched as it happens only if this directory asks for `short_run` first in the
+session (Makefile test-lab lists tests/watch before the other suites that use it); otherwise the
+test watches one more short run of its own."""
 from __future__ import annotations
 
 import os
 import re
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from labkit import INVENTORY, ROOT
+from conftest import SHORT_RUN
+from labkit import INVENTORY, ROOT, make, new_run_dir, run_dirs, tail
 from perflab import tiers
 from perflab.prometheus import Prometheus
 
@@ -25,6 +32,9 @@ TIER_ROW = re.compile(
 )
 BUSIEST = re.compile(r"^busiest tier: (?P<tier>\w+) \((?P<util>\d+)% of its (?P<allotted>[\d.]+) allotted cores? busy\)",
                      re.MULTILINE)
+RUN = re.compile(r"^run: (?P<run_id>\S+)  phase (?P<phase>\w+)  app (?P<app>\S+)  scenario (?P<scenario>\S+)  "
+                 r"tool (?P<tool>\w+)\n\s+target (?P<target>[\d.]+) req/s  achieved (?P<achieved>[\d.]+) req/s",
+                 re.MULTILINE)
 TITLE = re.compile(r"^perflab watch  (?P<url>\S+)  every 1s", re.MULTILINE)
 
 
@@ -77,6 +87,34 @@ class Terminal:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30, check=False)
+
+
+class Recorder:
+    """Captures the screen every second in the background: what the view showed during a run."""
+
+    def __init__(self, term: Terminal) -> None:
+        self.term = term
+        self.screens: list[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._record, daemon=True)
+
+    def _record(self) -> None:
+        while not self.stop.wait(1.0):
+            try:
+                self.screens.append(self.term.screen())
+            except subprocess.SubprocessError:
+                continue
+
+    def __enter__(self) -> Recorder:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+    def runs(self, run_id: str) -> list[re.Match[str]]:
+        return [m for screen in self.screens for m in RUN.finditer(screen) if m["run_id"] == run_id]
 
 
 @pytest.fixture
@@ -134,4 +172,25 @@ def test_an_unreachable_prometheus_is_said_and_retried_then_q_quits(terminal: Te
     assert len(alert) == 1, screen
     assert "Prometheus at http://127.0.0.1:9 is unreachable" in alert[0], screen
     assert "Traceback" not in screen
+    _exits_cleanly(terminal, "q")
+
+
+def test_the_run_in_progress_and_the_achieved_rate(request: pytest.FixtureRequest, lab: str,
+                                                   terminal: Terminal) -> None:
+    terminal.start()
+    _live_screen(terminal)
+    with Recorder(terminal) as recorder:
+        run_dir: Path = request.getfixturevalue("short_run")
+        if not recorder.runs(run_dir.name):  # the shared short run was over before this test: run one
+            before = run_dirs()
+            done = make("bench", *SHORT_RUN)
+            assert done.returncode == 0, "the short run failed:\n" + tail(done.stdout, 80)
+            run_dir = new_run_dir(before)
+    shown = recorder.runs(run_dir.name)
+    assert shown, f"{run_dir.name} never appeared; the last screen:\n{recorder.screens[-1]}"
+    assert {(m["app"], m["scenario"], m["tool"], m["target"]) for m in shown} == {("quarkus", "zipcodes", "k6", "200")}
+    assert "measure" in {m["phase"] for m in shown}
+    # k6 pushes every 5 s; once its first pushes are in the 30 s window the rate is the target's.
+    achieved = [float(m["achieved"]) for m in shown if m["phase"] == "measure"]
+    assert any(160 <= rate <= 240 for rate in achieved), achieved
     _exits_cleanly(terminal, "q")
