@@ -34,9 +34,9 @@ dashboards: $(VENV_STAMP) ## Generate the Grafana dashboards dashboards/*.json f
 	$(BIN)/python -m perflab.dashboards dashboards
 
 .PHONY: test-unit
-test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed) and mypy --strict
+test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed), mypy --strict, the scenario loader (tests/deploy)
 	$(BIN)/mypy --strict perflab tests/unit
-	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/deploy
 
 .PHONY: test-report
 test-report: $(VENV_STAMP) ## The HTML report from real tool output and bad input, opened in headless Chromium (screenshot: build/test-artifacts/report.png)
@@ -130,10 +130,14 @@ DURATION ?=
 WARMUP ?=
 TOOL ?= k6
 DB_DELAY_MS ?= 0
-BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' -e loadgen_duration='$(DURATION)' \
+SLO_P99_MS ?=
+# What every run of a bench, compare or sweep shares; the rate is the sweep's own.
+RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
   -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' \
   $(if $(PROFILE),-e app_profile=$(PROFILE)) $(if $(THREADS),-e app_spring_mvc_threads=$(THREADS)) \
   $(if $(DISPATCH),-e app_quarkus_greeting_dispatch=$(DISPATCH))
+BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
+  $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
 .PHONY: bench
 bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=k6|wrk2] [DB_DELAY_MS=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
@@ -156,6 +160,22 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under
 	$(require_inventory)
 	@$(MAKE) --no-print-directory $(foreach app,$(DEPLOY_APPS),apps/$(app)/target/perflab-$(app).jar)
 	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --apps "$(DEPLOY_APPS)" -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+
+# `make sweep`: one bench run per rate, in increasing order, until a run is incomplete, INVALID
+# or its corrected p99 exceeds the SLO (the scenario's slo_p99_ms, or SLO_P99_MS=).
+RATES ?=
+START ?=
+STEP ?=
+MAX ?=
+
+.PHONY: sweep
+sweep: $(VENV_STAMP) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
+	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
+	$(require_inventory)
+	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
+	$(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
+	  $(if $(RATES),--rates '$(RATES)') $(if $(START),--start '$(START)') $(if $(STEP),--step '$(STEP)') \
+	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') -- $(RUN_OPTIONS) $(ANSIBLE_ARGS)
 
 # perflab report exits 3 when it wrote the page but listed problems (on stderr and in the page).
 .PHONY: report
@@ -180,12 +200,12 @@ watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), 
 	exec $(BIN)/perflab watch --prometheus "$$url" $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: test-bench
-test-bench: $(VENV_STAMP) ## Benchmark runs on a lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
+test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app x scenario, bad input, netem removal
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query after a short run, lab-down
-	$(BIN)/pytest -v tests/lab tests/watch tests/dashboards tests/judge_lab
+test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app x scenario, lab-down
+	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs
 
 .PHONY: bench-lab
 bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run
