@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import INVENTORY, REUSE_LAB, make, new_run_dir, read_json, run_dirs, tail
-
-# The run every test that needs "a normal run" shares: the README's main job, shortened.
-SHORT_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WARMUP=15s")
+from labkit import INVENTORY, REUSE_LAB, SHORT_RUN, make, new_run_dir, read_json, run_dirs, tail
 
 
 @pytest.fixture(scope="session")

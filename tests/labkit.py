@@ -13,6 +13,9 @@ INVENTORY = os.environ.get("PERFLAB_TEST_INVENTORY", "inventory/local")
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
 # PERFLAB_TEST_REUSE_LAB=1: take the lab as it is (a warm lab-up), leave it up afterwards.
 REUSE_LAB = os.environ.get("PERFLAB_TEST_REUSE_LAB") == "1"
+# The run every test that needs "a normal run" shares (conftest.py: short_run): the README's main
+# job, shortened.
+SHORT_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WARMUP=15s")
 
 
 def make(target: str, *variables: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHORT_RUN
-from labkit import INVENTORY, ROOT, make, new_run_dir, run_dirs, tail
+from labkit import INVENTORY, ROOT, SHORT_RUN, make, new_run_dir, run_dirs, tail
 from perflab import tiers
 from perflab.prometheus import Prometheus
 
