@@ -207,6 +207,12 @@ test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PE
 test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app x scenario, lab-down
 	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs
 
+.PHONY: bench-loadgen
+bench-loadgen: $(VENV_STAMP) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for k6 and wrk2 (a sweep each)
+	$(require_inventory)
+	@$(MAKE) --no-print-directory apps/quarkus/target/perflab-quarkus.jar
+	INVENTORY="$(INVENTORY)" $(BIN)/python tests/bench/bench_loadgen.py
+
 .PHONY: bench-lab
 bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run
 	$(BIN)/python tests/bench/bench_lab.py
