@@ -204,8 +204,8 @@ test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PE
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app x scenario, lab-down
-	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs
+test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app x scenario, an SSH lab, lab-down
+	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs tests/ssh_lab
 
 .PHONY: bench-loadgen
 bench-loadgen: $(VENV_STAMP) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for k6 and wrk2 (a sweep each)

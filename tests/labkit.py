@@ -19,10 +19,12 @@ SHORT_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WA
 
 
 def make(target: str, *variables: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    """`make TARGET INVENTORY=<the test lab> VAR=...`; stdout and stderr together in .stdout."""
+    """`make TARGET INVENTORY=<the test lab> VAR=...` (an INVENTORY= among VARIABLES wins); stdout and
+    stderr together in .stdout."""
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PERFLAB_RESULTS_DIR=str(RESULTS))
     return subprocess.run(
-        ["make", "--no-print-directory", target, f"INVENTORY={INVENTORY}", *variables],
+        ["make", "--no-print-directory", target,
+         *([] if any(v.startswith("INVENTORY=") for v in variables) else [f"INVENTORY={INVENTORY}"]), *variables],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False,
     )
 
