@@ -5,9 +5,12 @@ the saturation figures of the bottleneck attribution, and utilization.json for t
 Counters are read as the difference of two instant values (the last sample at or before each
 moment), never with increase(), which extrapolates to the window's edges: two counters from two
 targets scraped at different moments would extrapolate differently and their ratio (statements
-per request) would be off by several percent. The bench leaves a pause without load between the
-warm-up and the measured phase and reads after the phase has ended, so the last sample before the
-start and the first after the end bound exactly the measured requests on every target.
+per request) would be off by several percent. Counters of different targets are read at rest:
+the bench leaves the lab without load for Window.quiet_s (more than a scrape interval) before the
+measured phase starts and reads them quiet_s after it ended, so the last sample of every target
+before the start and the first after the end bound exactly the measured requests. (Read at a
+moment under load, each target's last sample lags by its own scrape offset: up to a scrape
+interval of requests more on one side than on the other.)
 """
 
 from __future__ import annotations
@@ -50,10 +53,13 @@ JIT_METRIC = "jvm_compilation_time_ms_total"
 class Window:
     start: float  # unix seconds
     end: float
+    quiet_s: float = 0.0  # seconds without load the bench left on each side of the window
 
     def __post_init__(self) -> None:
         if not self.end > self.start:
             raise ValueError(f"a window ends after it starts, not {self.start}..{self.end}")
+        if self.quiet_s < 0:
+            raise ValueError(f"a window's quiet time is >= 0 s, not {self.quiet_s}")
 
     @property
     def seconds(self) -> float:
@@ -140,9 +146,9 @@ class Observer:
         )
         return {route_key(s.labels): s.value for s in samples if is_workload(s.labels) and math.isfinite(s.value)}
 
-    def _delta(self, expr: str) -> float | None:
+    def _delta(self, expr: str, end: float | None = None) -> float | None:
         before = self.prom.value(expr, self.window.start)
-        after = self.prom.value(expr, self.window.end)
+        after = self.prom.value(expr, self.window.end if end is None else end)
         if before is None or after is None:
             return None
         return max(0.0, after - before)
@@ -167,14 +173,16 @@ class Observer:
             found.unobserved["write_share_by_third"] = "a third of the window saw no request at the app"
         else:
             found.write_share_by_third = (shares[0], shares[1], shares[2])
-        counts = {k: v - by_moment[0].get(k, 0.0) for k, v in by_moment[-1].items()}
+        # Statements against requests: both read at rest, after the quiet time that followed the phase.
+        at_rest = w.end + w.quiet_s
+        counts = {k: v - by_moment[0].get(k, 0.0) for k, v in self._by_route(at_rest).items()}
         requests = sum(counts.values())
         found.requests = requests
         expected, why = expected_statements(counts)
         if expected is None:
             found.unobserved["expected_statements_per_request"] = why
         found.expected_statements_per_request = expected
-        deltas = [self._delta(f'sum(mysql_global_status_commands_total{{job="mysqld",command="{kind}"}})')
+        deltas = [self._delta(f'sum(mysql_global_status_commands_total{{job="mysqld",command="{kind}"}})', at_rest)
                   for kind in STATEMENT_KINDS]
         if any(d is None for d in deltas):
             found.unobserved["statements_per_request"] = "mysqld_exporter had no Com_* counters in the window"

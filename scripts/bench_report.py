@@ -102,9 +102,10 @@ def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) ->
         start, end = inputs["cpu_start"][tier], inputs["cpu_end"][tier]
         return TierCpu(busy_cores=used[tier] / max(end["at"] - start["at"], 1e-3), allotted_cores=len(start["cpus"]))
 
-    window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]))
-    # Wait for every target's first scrape after the window (5 s interval, with a margin).
-    time.sleep(max(0.0, window.end + 12 - time.time()))
+    window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
+                            quiet_s=float(inputs.get("quiet_s", 0.0)))
+    # Wait for every target's first scrape after the window and after its quiet time (5 s interval, with a margin).
+    time.sleep(max(0.0, window.end + max(12.0, window.quiet_s + 6.0) - time.time()))
     tier_cpus = {tier: (sample["host"], tuple(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
     found = observe.observe(Prometheus(prometheus_url), window, inputs["deployment"]["app"], tier_cpus)
     sessions, sessions_reason = db_sessions(run_dir)
