@@ -104,8 +104,9 @@ def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) ->
 
     window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
                             quiet_s=float(inputs.get("quiet_s", 0.0)))
-    # Wait for every target's first scrape after the window and after its quiet time (5 s interval, with a margin).
-    time.sleep(max(0.0, window.end + max(12.0, window.quiet_s + 6.0) - time.time()))
+    # Wait for every target's first scrape after the window and after its quiet time, and for the
+    # DB's next one (observe.REST_READ_S: the lab's own statements at rest), with a margin.
+    time.sleep(max(0.0, window.end + max(12.0, window.quiet_s + observe.REST_READ_S + 2.0) - time.time()))
     tier_cpus = {tier: (sample["host"], tuple(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
     found = observe.observe(Prometheus(prometheus_url), window, inputs["deployment"]["app"], tier_cpus)
     sessions, sessions_reason = db_sessions(run_dir)

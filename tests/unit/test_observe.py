@@ -109,10 +109,11 @@ def test_busy_shared_cpus_without_pool_waits_keep_the_rule_quiet() -> None:
 class ScrapedLab:
     """Prometheus over a lab whose app and DB are scraped every 5 s at different offsets (app at
     :x4, mysqld at :x0.5): an instant query answers each target's last sample at or before the
-    moment. Load: rate req/s of GET /zipcodes/{zip} (one select each) over the given spans."""
+    moment. Load: rate req/s of GET /zipcodes/{zip} (one select each) over the given spans; the
+    exporter's own queries: at_rest selects at every mysqld scrape."""
 
-    def __init__(self, rate: float, spans: list[tuple[float, float]]) -> None:
-        self.rate, self.spans = rate, spans
+    def __init__(self, rate: float, spans: list[tuple[float, float]], at_rest: float = 0.0) -> None:
+        self.rate, self.spans, self.at_rest = rate, spans, at_rest
 
     def _served(self, t: float) -> float:
         return sum(self.rate * max(0.0, min(t, end) - start) for start, end in self.spans)
@@ -122,11 +123,14 @@ class ScrapedLab:
 
     def query(self, expr: str, at: float | None = None) -> list[Sample]:
         assert at is not None
+        db_scrape = self._last_scrape(at, 0.5)
         if "http_server_requests_seconds_count" in expr:
             served = self._served(self._last_scrape(at, 4.0))
             return [Sample({"method": "GET", "uri": "/zipcodes/{zip}", "status": "200"}, served)]
+        if "timestamp(" in expr:
+            return [Sample({}, db_scrape)]
         if 'command="select"' in expr:
-            return [Sample({}, self._served(self._last_scrape(at, 0.5)))]
+            return [Sample({}, self._served(db_scrape) + self.at_rest * (db_scrape // 5.0))]
         if "mysql_global_status_commands_total" in expr:
             return [Sample({}, 0.0)]
         raise AssertionError(f"not scripted: {expr}")
@@ -136,17 +140,38 @@ class ScrapedLab:
         return samples[0].value if samples else None
 
 
+def statements(lab: ScrapedLab, window: observe.Window) -> observe.Findings:
+    found = observe.Findings()
+    observe.Observer(lab, window, "quarkus").mix_and_statements(found)  # type: ignore[arg-type]
+    return found
+
+
 def test_statements_per_request_are_read_at_rest_on_both_targets() -> None:
     # The bench's shape: warm-up, bench_quiet_s (7 s) without load, the measured phase until just
     # before the window's end (its end is noted when the tool has exited), 7 s at rest again.
     lab = ScrapedLab(200.0, [(900.0, 993.0), (1000.5, 1029.8)])
-    found = observe.Findings()
-    observe.Observer(lab, observe.Window(1000.0, 1030.0, quiet_s=7.0), "quarkus").mix_and_statements(found)  # type: ignore[arg-type]
+    found = statements(lab, observe.Window(1000.0, 1030.0, quiet_s=7.0))
     assert found.requests == pytest.approx(200.0 * 29.3)
     assert found.statements_per_request == audit.StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0)
     assert found.expected_statements_per_request == found.statements_per_request
     # Read at the window's end instead, each target's last sample lags by its own offset: the
     # ratio is off by a scrape's worth of requests (CI saw 1.11 selects per request for 1.0).
-    found = observe.Findings()
-    observe.Observer(lab, observe.Window(1000.0, 1030.0), "quarkus").mix_and_statements(found)  # type: ignore[arg-type]
+    found = statements(lab, observe.Window(1000.0, 1030.0))
     assert found.statements_per_request is not None and abs(found.statements_per_request.select - 1.0) > 0.05
+
+
+def test_the_exporters_own_statements_are_not_the_workloads() -> None:
+    # 50 req/s for 10 s and 7 selects at every mysqld scrape: 0.05 selects per request more than
+    # the app's if they were counted.
+    lab = ScrapedLab(50.0, [(900.0, 993.0), (1000.5, 1010.5)], at_rest=7.0)
+    found = statements(lab, observe.Window(1000.0, 1012.0, quiet_s=7.0))
+    assert found.statements_per_request is not None
+    assert found.statements_per_request.select == pytest.approx(1.0)
+    # Without a second sample at rest (Prometheus had no later one) nothing is taken off.
+    class WithoutLaterSample(ScrapedLab):
+        def query(self, expr: str, at: float | None = None) -> list[Sample]:
+            return [] if at is not None and at > 1019.0 and "timestamp(" in expr else super().query(expr, at)
+
+    found = statements(WithoutLaterSample(50.0, [(900.0, 993.0), (1000.5, 1010.5)], at_rest=7.0),
+                       observe.Window(1000.0, 1012.0, quiet_s=7.0))
+    assert found.statements_per_request is not None and found.statements_per_request.select > 1.05
