@@ -9,9 +9,10 @@ import pytest
 
 from bench_helpers import APPS, RESULTS, SCENARIOS, read_json, run_dirs, run_make, tail
 
-# No warm-up: these runs prove that every app serves every workload without an error, not its
-# figures (the shared short run, the sweep and the judging tests warm up).
-RATE, DURATION, WARMUP = 50, "10s", "0s"
+# A short warm-up all the same: these runs prove that every app serves every workload without an
+# error at the offered rate, and a cold JVM on a busy 2-core machine fell to 94% of it once
+# (p90 2.2 s while Hibernate Reactive and the JIT warmed up, k6 dropping iterations).
+RATE, DURATION, WARMUP = 50, "10s", "5s"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -24,7 +25,7 @@ def test_every_app_completes_a_short_run_without_errors(scenario: str) -> None:
     assert [name.split("-", 1)[1] for name in created] == [f"{app}-{scenario}" for app in APPS], created
     for app, name in zip(APPS, created):
         run_dir = RESULTS / name
-        for file in ("k6-measure-summary.json", "k6-measure.txt", "context.json",
+        for file in ("k6-warmup-summary.json", "k6-measure-summary.json", "k6-measure.txt", "context.json",
                      "observations.json", "result.json", "audit.json"):
             assert (run_dir / file).is_file(), f"{run_dir}/{file} is missing"
         assert read_json(run_dir / "status.json")["status"] == "complete"
@@ -32,7 +33,7 @@ def test_every_app_completes_a_short_run_without_errors(scenario: str) -> None:
         assert result["tool"] == "k6" and result["target_rate"] == RATE
         assert result["requests"] >= RATE * 10 * 0.9, (app, result["requests"])
         assert not any(result["errors"].values()), (app, result["errors"])
-        assert result["scenario"]["name"] == scenario and result["scenario"]["warmup_s"] == 0
+        assert result["scenario"]["name"] == scenario and result["scenario"]["warmup_s"] == 5
         assert result["app"]["name"] == app and result["app"]["start_to_first_request_ms"] > 0
         assert {h["tier"] for h in result["hosts"]} == {"loadgen", "db", "app"}
         assert result["started_at"] < result["ended_at"]

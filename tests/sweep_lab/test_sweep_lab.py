@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from labkit import RESULTS, make, read_json, run_dirs, tail
 
-SWEEP = ("APP=quarkus", "SCENARIO=greeting", "RATES=100 200", "DURATION=10s", "WARMUP=0s", "SLO_P99_MS=1000")
+SWEEP = ("APP=quarkus", "SCENARIO=greeting", "RATES=100 200", "DURATION=10s", "WARMUP=5s", "SLO_P99_MS=1000")
 
 
 def test_a_sweep_runs_each_rate_and_names_the_max_sustainable_throughput(lab: str) -> None:
