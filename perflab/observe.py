@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 
 from perflab import tiers
-from perflab.audit import Saturation, StatementsPerRequest
+from perflab.audit import THRESHOLDS, Saturation, StatementsPerRequest
 from perflab.prometheus import Prometheus, PrometheusError
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -186,20 +186,33 @@ class Observer:
         if expected is None:
             found.unobserved["expected_statements_per_request"] = why
         found.expected_statements_per_request = expected
-        deltas = [self._workload_statements(kind, at_rest) for kind in STATEMENT_KINDS]
-        if any(d is None for d in deltas):
+        read = [self._workload_statements(kind, at_rest) for kind in STATEMENT_KINDS]
+        if any(r is None for r in read):
             found.unobserved["statements_per_request"] = "mysqld_exporter had no Com_* counters in the window"
-        elif requests <= 0:
+            return
+        if requests <= 0:
             found.unobserved["statements_per_request"] = "no request of the workload reached the app"
-        else:
-            found.statements_per_request = StatementsPerRequest(*(float(d or 0.0) / requests for d in deltas))
+            return
+        # The exporter runs its queries while it reads the counters: each reading may or may not
+        # count one scrape's worth of them, so the figure is known to within two scrapes' worth.
+        at_rest_per_scrape = max(r[1] for r in read if r is not None)
+        resolution, tolerance = 2 * at_rest_per_scrape / requests, THRESHOLDS.statements_per_request_tolerance.value
+        if resolution > tolerance / 2:
+            found.unobserved["statements_per_request"] = (
+                f"the workload's statements cannot be told from the lab's own: the DB ran {at_rest_per_scrape:.0f} "
+                f"between two readings at rest, which makes the figure uncertain by {resolution:.3f} per request "
+                f"over {requests:.0f} requests, more than half of same_db_work's tolerance ({tolerance}); "
+                "run longer or at a higher rate")
+            return
+        found.statements_per_request = StatementsPerRequest(*(float(r[0]) / requests for r in read if r is not None))
 
-    def _workload_statements(self, kind: str, at_rest: float) -> float | None:
+    def _workload_statements(self, kind: str, at_rest: float) -> tuple[float, float] | None:
         """The DB's statements of one kind from the window's start to at_rest, less the lab's own:
         mysqld_exporter's queries at every scrape (and any keep-alive) go on at rest too. Their rate is
         read between two samples at rest, at_rest and one scrape later (REST_READ_S), and taken off
         for the time between the first and the last sample read; at 50 req/s they were 0.03 to 0.05
-        selects per request, the tolerance of same_db_work."""
+        selects per request, the tolerance of same_db_work. Returns (the workload's statements,
+        the lab's own between the two samples at rest: one scrape's worth)."""
         series = f'mysql_global_status_commands_total{{job="mysqld",command="{kind}"}}'
         start, rest, later = self.window.start, at_rest, at_rest + REST_READ_S
         values = [self.prom.value(f"sum({series})", at) for at in (start, rest, later)]
@@ -208,10 +221,10 @@ class Observer:
             return None
         delta = max(0.0, values[1] - values[0])
         if values[2] is None or None in times or not times[2] > times[1] > times[0]:  # type: ignore[operator]
-            return delta
+            return delta, 0.0
         t0, t1, t2 = (float(t or 0.0) for t in times)
-        at_rest_per_s = max(0.0, values[2] - values[1]) / (t2 - t1)
-        return max(0.0, delta - at_rest_per_s * (t1 - t0))
+        at_rest = max(0.0, values[2] - values[1])
+        return max(0.0, delta - at_rest / (t2 - t1) * (t1 - t0)), at_rest
 
     def jit(self, found: Findings) -> None:
         delta = self._delta(f'sum({JIT_METRIC}{{job="app",application="{self.app}"}})')
