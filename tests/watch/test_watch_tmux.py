@@ -139,7 +139,10 @@ def _live_screen(term: Terminal) -> str:
 
 def test_the_tiers_and_the_busiest_from_the_lab_then_q_quits(lab: str, terminal: Terminal) -> None:
     terminal.start()
-    screen = _live_screen(terminal)
+    _live_screen(terminal)
+    # Right after a cold lab-up the 30 s rates may still read 0.00 everywhere: wait for a busy tier.
+    screen = terminal.wait_for("a tier with busy CPU", lambda s: len(TIER_ROW.findall(s)) == 4 and any(
+        float(m["busy"]) > 0 for m in TIER_ROW.finditer(s)))
     rows = {m["tier"]: m for m in TIER_ROW.finditer(screen)}
     assert set(rows) == set(tiers.TIERS), screen
     title = TITLE.search(screen)
