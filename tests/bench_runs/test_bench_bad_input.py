@@ -16,6 +16,8 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=gatling"], "TOOL must be k6 or wrk2"),
     (["APP=quarkus", "SCENARIO=greeting", "DB_DELAY_MS=lots"], "DB_DELAY_MS a whole number"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"], "app: profile 'report3' asks for 4 CPUs"),
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=3"],
+     "bench_quiet_s must be whole seconds longer than the scrape interval (5 s), at least 6: got '3'"),
 ]
 
 
