@@ -12,9 +12,11 @@ resource AND a sign that the work waited for it:
   waits with both tiers' CPUs taken by other processes are not attributed (nothing tells which);
 - app: its own CPU saturated against its allotted cores, or many threads BLOCKED on monitors,
   with no wait on the DB;
-- loadgen: its own CPU over the audit's 80%, or iterations dropped while no tier downstream
-  queued (a generator that cannot start requests because the answers are slow is a symptom of
-  the tier behind it, not the limit);
+- loadgen: its own CPU over the audit's 80% (its own processes' figures, not its shared CPUs'),
+  or more of the offered requests dropped than the audit tolerates (max_dropped_share, 0.1%;
+  only results of the retired k6 report drops) while no tier downstream was saturated or queued
+  (a generator that cannot start requests because the answers are slow is a symptom of the tier
+  behind it, not the limit; a few drops in a long run are noise);
 - network: a tier's interface near its link speed.
 Co-location matters: on the local default the db, loadgen and monitoring containers share one
 core, so "the DB's CPUs were busy" may be anyone's doing; the sentence names how much the tier
@@ -27,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
-from perflab.audit import Observations, Saturation, Threshold, TierCpu
+from perflab.audit import Observations, Saturation, Threshold, TierCpu, dropped_share
 from perflab.model import SCHEMA_VERSION, RunResult, dumps
 
 
@@ -40,7 +42,7 @@ class AttributionThresholds:
     pool_waiting: Threshold
     threads_blocked: Threshold
     loadgen_cpu: Threshold
-    dropped_per_s: Threshold
+    dropped_share: Threshold
     network_link: Threshold
     kept_up: Threshold
 
@@ -72,10 +74,7 @@ THRESHOLDS = AttributionThresholds(
         "The audit's load-generator threshold (Hyperfoil's 80%): above it the generator's own "
         "scheduling delays become the measurement.",
     ),
-    dropped_per_s=Threshold(
-        0.0,
-        "k6 drops an iteration when it cannot start it on time: any drop means the offered rate was not offered.",
-    ),
+    dropped_share=AUDIT_THRESHOLDS.max_dropped_share,
     network_link=Threshold(
         0.70,
         "An interface over 70% of its link speed on average is near saturation (queueing grows fast "
@@ -104,7 +103,8 @@ class TierFigures:
     pool_waiting_max: float | None = None
     threads_blocked_max: float | None = None
     threads_running_avg: float | None = None
-    dropped_per_s: float | None = None
+    dropped_per_s: float | None = None  # requests the load generator could not start on schedule
+    dropped_share: float | None = None  # the same, as a share of the requests it was to offer
     saturated: tuple[str, ...] = ()  # the figures over their threshold, as text
 
 
@@ -136,9 +136,9 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
     sat = obs.saturation or Saturation()
     cpus_busy = obs.cpus_busy or {}
     link = sat.network_link_fraction or {}
-    dropped = sat.loadgen_dropped_per_s
-    if dropped is None and run.dropped_iterations is not None and run.duration_s > 0:
-        dropped = run.dropped_iterations / run.duration_s
+    share = dropped_share(run)
+    dropped = (run.dropped_iterations / run.duration_s
+               if run.dropped_iterations is not None and run.duration_s > 0 else None)
     rows: list[TierFigures] = []
     for tier, cpu in (("loadgen", obs.loadgen_cpu), ("app", obs.app_cpu), ("db", obs.db_cpu)):
         busy, allotted, fraction = _cpu(cpu)
@@ -152,6 +152,7 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
             threads_blocked_max=sat.app_threads_blocked_max if tier == "app" else None,
             threads_running_avg=sat.db_threads_running_avg if tier == "db" else None,
             dropped_per_s=dropped if tier == "loadgen" else None,
+            dropped_share=share if tier == "loadgen" else None,
         )
         rows.append(_with_saturated(figures, t))
     return tuple(rows)
@@ -176,9 +177,14 @@ def _with_saturated(f: TierFigures, t: AttributionThresholds) -> TierFigures:
                      f"(at most {f.pool_waiting_max or 0:g})")
     if _over(f.threads_blocked_max, t.threads_blocked):
         found.append(f"up to {f.threads_blocked_max:g} threads BLOCKED on monitors")
-    if _over(f.dropped_per_s, t.dropped_per_s, strictly=True):
-        found.append(f"{f.dropped_per_s:.1f} iterations dropped per second")
+    if _over(f.dropped_share, t.dropped_share, strictly=True):
+        found.append(_dropped_text(f, f"tolerance {t.dropped_share.value:.1%}"))
     return TierFigures(**{**{x.name: getattr(f, x.name) for x in fields(f)}, "saturated": tuple(found)})
+
+
+def _dropped_text(f: TierFigures, *notes: str) -> str:
+    said = "; ".join((*([f"{f.dropped_per_s:.1f}/s"] if f.dropped_per_s is not None else []), *notes))
+    return f"{f.dropped_share or 0:.2%} of the offered requests dropped" + (f" ({said})" if said else "")
 
 
 def _describe(f: TierFigures) -> str:
@@ -196,8 +202,8 @@ def _describe(f: TierFigures) -> str:
         parts.append(f"DB pool waits {f.pool_waiting_avg:.2f} avg / {f.pool_waiting_max or 0:g} max")
     if f.threads_blocked_max is not None:
         parts.append(f"{f.threads_blocked_max:g} threads blocked at most")
-    if f.dropped_per_s is not None:
-        parts.append(f"{f.dropped_per_s:.1f} dropped iterations/s")
+    if f.dropped_share is not None:
+        parts.append(_dropped_text(f))
     if f.network_link_fraction is not None:
         parts.append(f"network {f.network_link_fraction:.0%} of link")
     return f"{f.tier}: " + (", ".join(parts) if parts else "no figures")
@@ -216,7 +222,7 @@ def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRE
     app_blocked = _over(app.threads_blocked_max, t.threads_blocked)
     network = [f for f in rows if _over(f.network_link_fraction, t.network_link)]
     loadgen_busy = _over(loadgen.cpu_busy_fraction, t.loadgen_cpu, strictly=True)
-    dropped = _over(loadgen.dropped_per_s, t.dropped_per_s, strictly=True)
+    dropped = _over(loadgen.dropped_share, t.dropped_share, strictly=True)
 
     def verdict(tier: str, why: str) -> Attribution:
         return Attribution(tier, f"limited by the {why}, at {rate_text}.", evidence, rows)
@@ -253,11 +259,18 @@ def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRE
     if network:
         return verdict(f"network:{network[0].tier}",
                        f"network of the {network[0].tier} tier ({network[0].network_link_fraction:.0%} of its link speed)")
-    if loadgen_busy or (dropped and not (app.saturated or db.saturated)):
-        return verdict("loadgen", f"load generator: {' and '.join(loadgen.saturated)}")
+    # The generator is named for its own CPU, or for drops only while nothing behind it was
+    # saturated: its shared CPUs being busy (anyone's doing) are noted, never the reason.
+    downstream_free = not (app.saturated or db.saturated)
+    if loadgen_busy or (dropped and downstream_free):
+        own_cpu = [s for s in loadgen.saturated if s.startswith("its CPU ")] if loadgen_busy else []
+        drops = [s for s in loadgen.saturated if "offered requests dropped" in s] if dropped and downstream_free else []
+        return verdict("loadgen", f"load generator: {' and '.join(own_cpu + drops)}")
     if achieved >= t.kept_up.value and not dropped:
         busy = [f"{f.tier} ({'; '.join(f.saturated)})" for f in rows if f.saturated]
         note = f"; busy but not queueing: {', '.join(busy)}" if busy else ""
+        if loadgen.dropped_share:
+            note += f"; {_dropped_text(loadgen)}, within the {t.dropped_share.value:.1%} tolerance"
         return Attribution(None, f"no tier was saturated: the system kept up with the offered rate, "
                                  f"{rate_text}{note}.", evidence, rows)
     observed = any(f.busy_cores is not None for f in rows) or obs.saturation is not None

@@ -24,8 +24,6 @@ from perflab.audit import THRESHOLDS, Saturation, StatementsPerRequest
 from perflab.prometheus import Prometheus, PrometheusError
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# Routes that serve the lab, not the workload: never counted as requests of the run.
-NOT_WORKLOAD = ("/metrics", "/health", "/q/")
 
 # apps/contract/README.md "DB statements per request", by route and status class, as the
 # scenarios exercise them: select, insert, update, delete. POST /zipcodes answers 201 for a new
@@ -96,7 +94,8 @@ def route_key(labels: Mapping[str, str]) -> tuple[str, str, str]:
 
 
 def is_workload(labels: Mapping[str, str]) -> bool:
-    return not labels.get("uri", "").startswith(NOT_WORKLOAD)
+    """Routes that serve the lab (tiers.NOT_WORKLOAD) are never counted as requests of the run."""
+    return not labels.get("uri", "").startswith(tiers.NOT_WORKLOAD)
 
 
 def expected_statements(counts: Mapping[tuple[str, str, str], float]) -> tuple[StatementsPerRequest | None, str]:
@@ -281,7 +280,7 @@ class Observer:
         else:
             found.unobserved["cpus_busy"] = "node_exporter reported no per-CPU time for the tiers' hosts"
 
-    def saturation(self, found: Findings, await_ms: float | None, dropped_per_s: float | None) -> None:
+    def saturation(self, found: Findings, await_ms: float | None) -> None:
         app = f'{{job="app",application="{self.app}"}}'
         r = self.window.range
         link = self.prom.query(
@@ -297,14 +296,13 @@ class Observer:
                 "max", f'sum(jvm_threads_states_threads{{job="app",application="{self.app}",state="blocked"}})'),
             db_threads_running_avg=self._over_window("avg", 'sum(mysql_global_status_threads_running{job="mysqld"})'),
             db_disk_await_ms=await_ms,
-            loadgen_dropped_per_s=dropped_per_s,
             network_link_fraction={s.labels["tier"]: s.value for s in link
                                    if "tier" in s.labels and math.isfinite(s.value)} or None,
         )
 
 
 def observe(prometheus: Prometheus, window: Window, app: str,
-            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], dropped_per_s: float | None = None) -> Findings:
+            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> Findings:
     """Every figure of the window; Prometheus unreachable -> every figure unobserved, with why."""
     found = Findings()
     observer = Observer(prometheus, window, app)
@@ -314,7 +312,7 @@ def observe(prometheus: Prometheus, window: Window, app: str,
         observer.jit(found)
         observer.rss(found)
         observer.cpus(found, tier_cpus)
-        observer.saturation(found, await_ms, dropped_per_s)
+        observer.saturation(found, await_ms)
     except PrometheusError as error:
         for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request",
                      "jit_compile_s", "db_disk_busy", "app_max_rss_bytes", "cpus_busy", "saturation"):

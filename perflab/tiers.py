@@ -7,6 +7,10 @@ are containers on one kernel, where node_exporter sees the whole machine. The co
 use come from `perflab_host_cpus` (node_exporter's textfile, written by the node_exporter role).
 Utilization = busy cores / allotted cores: 1.0 means every allotted core was busy.
 
+What the load generator sent and what failed come from the generator's own metrics where it
+exports any, else from the app's request counter, and say which in their `source` label (see
+"Requests" below): wrk2 exports no metrics, vegeta does while a phase runs.
+
 `window` is a PromQL range: "30s" for a live view, "$__rate_interval" in Grafana, the run's
 length (e.g. "60s", evaluated at the run's end) for a judgement over a run window.
 """
@@ -43,21 +47,99 @@ def memory_resident_bytes(by: str = "tier") -> str:
     return f'sum by ({by}) (namedprocess_namegroup_memory_bytes{{job="process",memtype="resident"}})'
 
 
+# --- Requests: the load generator's own count where it exports one, else the app's -------------
+#
+# vegeta (`vegeta attack -prometheus-addr`, lib/prom of v12.13.0) exports the histogram
+# `request_seconds` (labels method, url, status) of every request it completed, answered or not:
+# status is the HTTP status, "0" when no response came (connect error, timeout); vegeta counts a
+# request as failed when its status is not 2xx or 3xx. Its counter `request_fail_count` is never
+# incremented in v12.13.0 (a series appears at 0 with the first failure), so failures are read
+# from the histogram's status. Prometheus scrapes it as job `vegeta` (tier loadgen) only while a
+# vegeta phase runs. wrk2 exports nothing: without vegeta series, the figures read the app's
+# request counter (Micrometer's http_server_requests_seconds_count), which counts the requests
+# that reached the app, without the lab's own (scrapes, health probes).
+SOURCE_LABEL = "source"  # which count a figure below was read from: VEGETA_SOURCE or APP_SOURCE
+VEGETA_SOURCE, APP_SOURCE = "vegeta", "app"
+VEGETA_JOB = "vegeta"
+VEGETA_REQUESTS = f'request_seconds_count{{job="{VEGETA_JOB}"}}'
+VEGETA_FAILED = f'request_seconds_count{{job="{VEGETA_JOB}",status!~"[23].."}}'
+VEGETA_LATENCY_BUCKETS = f'request_seconds_bucket{{job="{VEGETA_JOB}"}}'
+NOT_WORKLOAD = ("/metrics", "/health", "/q/")  # URI prefixes of routes that serve the lab, not the workload
+APP_REQUESTS = f'http_server_requests_seconds_count{{job="app",uri!~"({"|".join(NOT_WORKLOAD)}).*"}}'
+APP_FAILED = f'http_server_requests_seconds_count{{job="app",uri!~"({"|".join(NOT_WORKLOAD)}).*",status=~"[45].."}}'
+
+
+def _from_source(source: str, expr: str) -> str:
+    return f'label_replace({expr}, "{SOURCE_LABEL}", "{source}", "", "")'
+
+
+def _first_reporting(vegeta: str, app: str) -> str:
+    """VEGETA labelled source="vegeta" while it has a series, else APP labelled source="app"
+    (`or on()` takes its right side only when the left side is empty)."""
+    return f"{_from_source(VEGETA_SOURCE, vegeta)} or on() {_from_source(APP_SOURCE, app)}"
+
+
+def _zero_while_reporting(expr: str, witness: str) -> str:
+    """EXPR, or 0 while WITNESS (the requests of the same source) has a series: failures appear
+    only with the first failure, and a source that reports without any shows 0, not nothing."""
+    return f"({expr}) or on() (0 * {witness})"
+
+
+def request_rate(window: str) -> str:
+    """Requests/s the load generator completed (answered or failed), from vegeta's own count;
+    where vegeta exports nothing (wrk2, or no run), the requests/s that reached the app."""
+    return _first_reporting(f"sum(rate({VEGETA_REQUESTS}[{window}]))", app_request_rate(window))
+
+
+def app_request_rate(window: str) -> str:
+    """Requests/s of the workload the app answered (its own counter, whichever tool runs)."""
+    return f"sum(rate({APP_REQUESTS}[{window}]))"
+
+
+def failed_request_rate(window: str, by: str = "") -> str:
+    """Failed requests/s: vegeta's (no answer, or not 2xx/3xx), else the app's 4xx and 5xx
+    answers (wrk2's connect errors and timeouts reach no counter: they are in its summary)."""
+    total = f"sum by ({by}) " if by else "sum"
+    vegeta = _zero_while_reporting(f"{total}(rate({VEGETA_FAILED}[{window}]))",
+                                   f"sum(rate({VEGETA_REQUESTS}[{window}]))")
+    app = _zero_while_reporting(f"{total}(rate({APP_FAILED}[{window}]))", app_request_rate(window))
+    return _first_reporting(vegeta, app)
+
+
+def vegeta_latency_quantile(quantile: float, window: str, by: str = "") -> str:
+    """vegeta's response time at QUANTILE (0.99: p99), from each request's send to its answer
+    (not from its schedule: uncorrected for coordinated omission), interpolated within its
+    histogram's buckets (client_golang's defaults: 5 ms to 10 s)."""
+    labels = f"le, {by}" if by else "le"
+    return f"histogram_quantile({quantile:g}, sum by ({labels}) (rate({VEGETA_LATENCY_BUCKETS}[{window}])))"
+
+
 @dataclass(frozen=True)
 class Figure:
-    """One named figure of a tier: what it answers, its unit (Grafana's unit ids), its PromQL."""
+    """One named figure of a tier: what it answers, its unit (Grafana's unit ids), its PromQL.
+    A figure read from whichever source reports (the load generator's own metrics, else the
+    app's) labels its series with SOURCE_LABEL; `sources` says what each of its values counts."""
 
     tier: str
     name: str
     unit: str
     expr: str
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def source_note(self, source: str | None) -> str | None:
+        """What the figure counted when read from SOURCE (None: it has no source label)."""
+        if source is None:
+            return None
+        return dict(self.sources).get(source, source)
 
 
 def saturation(window: str) -> tuple[Figure, ...]:
-    """Per tier, the queue that grows when the tier is the limit."""
+    """Per tier, the queue that grows when the tier is the limit. A load generator that cannot
+    keep up shows no queue of its own: it falls short of its target rate (perflab_run_info's
+    target_rate), so its figure is the rate it achieved."""
     return (
-        Figure("loadgen", "dropped iterations/s (k6 could not keep the rate)", "ops",
-               f"sum(rate(k6_dropped_iterations_total[{window}]))"),
+        Figure("loadgen", "requests/s achieved", "reqps", request_rate(window),
+               sources=((VEGETA_SOURCE, "vegeta's count"), (APP_SOURCE, "the app's count"))),
         Figure("app", "requests waiting for a DB connection", "short",
                "sum(perflab_db_pool_waiting)"),
         Figure("app", "JVM threads blocked", "short",
@@ -71,11 +153,13 @@ def saturation(window: str) -> tuple[Figure, ...]:
 
 def errors(window: str) -> tuple[Figure, ...]:
     """Per tier, the failures it reports."""
+    answers = 'http_server_requests_seconds_count{job="app"}'
+    server_errors = 'http_server_requests_seconds_count{job="app",status=~"5.."}'
     return (
-        Figure("loadgen", "failed requests/s (k6)", "reqps",
-               f"sum(rate(k6_perflab_errors_total[{window}]))"),
+        Figure("loadgen", "failed requests/s", "reqps", failed_request_rate(window),
+               sources=((VEGETA_SOURCE, "vegeta's count"), (APP_SOURCE, "the app's 4xx/5xx"))),
         Figure("app", "5xx responses/s", "reqps",
-               f'sum(rate(http_server_requests_seconds_count{{job="app",status=~"5.."}}[{window}]))'),
+               _zero_while_reporting(f"sum(rate({server_errors}[{window}]))", f"sum(rate({answers}[{window}]))")),
         Figure("db", "aborted connections/s", "ops",
                f"sum(rate(mysql_global_status_aborted_connects[{window}]))"),
     )

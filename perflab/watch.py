@@ -4,9 +4,10 @@ Grafana is not installed.
 Every few seconds it asks the lab's Prometheus for the figures of the overview dashboard
 (perflab/tiers.py: CPU utilization = busy / allotted cores, memory, saturation, errors, per tier)
 and names the busiest tier; above them the run in progress (perflab_run_info on the loadgen host)
-and the rate k6 achieves. Prometheus is asked from a background thread, so q and Ctrl-C answer at
-once even while a query hangs; when Prometheus cannot answer, one line says so and the view keeps
-retrying. `--once` prints one snapshot as plain text instead (no terminal needed).
+and the rate it achieves, by vegeta's own count where vegeta runs, else by the app's count (wrk2
+exports no metrics), saying which. Prometheus is asked from a background thread, so q and Ctrl-C
+answer at once even while a query hangs; when Prometheus cannot answer, one line says so and the
+view keeps retrying. `--once` prints one snapshot as plain text instead (no terminal needed).
 """
 
 from __future__ import annotations
@@ -26,16 +27,12 @@ from perflab import tiers
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 
 DEFAULT_INTERVAL_S = 5.0
-# The rate window: six scrapes at the lab's 5 s scrape interval, six k6 pushes at its 5 s push.
+# The rate window: six scrapes at the lab's 5 s scrape interval.
 DEFAULT_WINDOW = "30s"
 
-# Not per-tier figures, so not in perflab/tiers.py: what the run in progress is (docs/ARCHITECTURE.md,
-# "The run window") and the rate k6 reaches (its remote write adds `k6_` to every metric name).
+# Not a per-tier figure, so not in perflab/tiers.py: what the run in progress is
+# (docs/ARCHITECTURE.md, "The run window").
 RUN_INFO = 'perflab_run_info{job="node",tier="loadgen"}'
-
-
-def achieved_rate(window: str) -> str:
-    return f"sum(rate(k6_http_reqs_total[{window}]))"
 
 
 EXIT_OK = 0
@@ -51,11 +48,13 @@ TITLE, NORMAL, BUSIEST, ALERT = "title", "normal", "busiest", "alert"
 
 @dataclass(frozen=True)
 class FigureValue:
-    """One saturation or error figure of a tier and its current value (None: no series)."""
+    """One saturation or error figure of a tier and its current value (None: no series); for a
+    figure read from whichever source reports, what the value counted (tiers.Figure.source_note)."""
 
     name: str
     unit: str
     value: float | None
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +89,7 @@ class Snapshot:
     busiest: tuple[str, float] | None
     run: RunView | None = None
     achieved_rate: float | None = None
+    achieved_source: str | None = None  # whose count the rate is: tiers.VEGETA_SOURCE or tiers.APP_SOURCE
 
 
 @dataclass
@@ -146,10 +146,12 @@ def collect(prometheus: Prometheus, window: str = DEFAULT_WINDOW, at: float | No
     memory = _by_tier(prometheus, tiers.memory_resident_bytes(), at)
     busiest = busiest_from(_by_tier(prometheus, tiers.busiest_tier(window), at))
 
+    def reading(figure: tiers.Figure) -> FigureValue:
+        value, source = _first(prometheus, figure.expr, at)
+        return FigureValue(figure.name, figure.unit, value, figure.source_note(source))
+
     def values(figures: tuple[tiers.Figure, ...], tier: str) -> tuple[FigureValue, ...]:
-        return tuple(
-            FigureValue(f.name, f.unit, prometheus.value(f.expr, at)) for f in figures if f.tier == tier
-        )
+        return tuple(reading(f) for f in figures if f.tier == tier)
 
     saturation, errors = tiers.saturation(window), tiers.errors(window)
     views = tuple(
@@ -162,8 +164,16 @@ def collect(prometheus: Prometheus, window: str = DEFAULT_WINDOW, at: float | No
     )
     runs = prometheus.query(RUN_INFO, at)
     run = run_from(runs[0].labels if runs else None)
-    rate = prometheus.value(achieved_rate(window), at)
-    return Snapshot(at=at, tiers=views, busiest=busiest, run=run, achieved_rate=rate)
+    rate, source = _first(prometheus, tiers.request_rate(window), at)
+    return Snapshot(at=at, tiers=views, busiest=busiest, run=run, achieved_rate=rate, achieved_source=source)
+
+
+def _first(prometheus: Prometheus, expr: str, at: float) -> tuple[float | None, str | None]:
+    """The value of EXPR's first series and its source label (None, None: no series)."""
+    samples = prometheus.query(expr, at)
+    if not samples:
+        return None, None
+    return samples[0].value, samples[0].labels.get(tiers.SOURCE_LABEL)
 
 
 def format_bytes(value: float | None) -> str:
@@ -208,23 +218,42 @@ def _clock(at: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at))
 
 
+def whose_count(source: str | None, tool: str | None) -> str:
+    """Which count the achieved rate is, and why not the load generator's own where it is the app's."""
+    if source == tiers.VEGETA_SOURCE:
+        return "vegeta's count"
+    if tool == "wrk2":
+        return "the app's count: wrk2 exports no metrics"
+    if tool == "vegeta":
+        return "the app's count: no series from vegeta's exporter yet"
+    return "the app's count"
+
+
+def why_no_rate(tool: str | None) -> str:
+    """Why the achieved rate is "-": neither the load generator nor the app reported requests."""
+    app = "the app's request counter has no series (is an app deployed and scraped? make lab-status)"
+    if tool == "wrk2":
+        return f"wrk2 exports no metrics and {app}"
+    if tool == "vegeta":
+        return f"no series from vegeta's exporter yet and {app}"
+    return f"no load generator metrics and {app}"
+
+
 def _run_lines(snapshot: Snapshot) -> list[tuple[str, str]]:
     run = snapshot.run
-    rate = snapshot.achieved_rate
+    rate, source = snapshot.achieved_rate, snapshot.achieved_source
     if run is None:
         line = "run: none in progress"
         if rate is not None:
-            line += f"  (k6 pushes {rate:.1f} req/s)"
+            line += (f"  (vegeta: {rate:.1f} req/s)" if source == tiers.VEGETA_SOURCE
+                     else f"  (the app counts {rate:.1f} req/s)")
         return [(line, NORMAL)]
     target = "-" if run.target_rate is None else f"{run.target_rate:g}"
     if rate is not None:
-        achieved = f"{rate:.1f} req/s"
-        if run.target_rate:
-            achieved += f" ({rate / run.target_rate:.0%} of target)"
-    elif run.tool == "wrk2":
-        achieved = "- (wrk2 reports only at the end)"
+        share = f"{rate / run.target_rate:.0%} of target; " if run.target_rate else ""
+        achieved = f"{rate:.1f} req/s ({share}{whose_count(source, run.tool)})"
     else:
-        achieved = "- (no k6 push in the window yet)"
+        achieved = f"- ({why_no_rate(run.tool)})"
     return [
         (f"run: {run.run_id}  phase {run.phase}  app {run.app}  scenario {run.scenario}  tool {run.tool}", NORMAL),
         (f"     target {target} req/s  achieved {achieved}", NORMAL),
@@ -239,7 +268,8 @@ def _tier_lines(view: TierView, busiest: str | None) -> list[tuple[str, str]]:
     util = "-" if view.utilization is None else f"{view.utilization:.0%}"
     head = (f"{marker}{view.tier:<10}{util:>6} {bar(view.utilization)}  "
             f"{format_cores(view.busy_cores, view.allotted_cores):<18}{format_bytes(view.memory_bytes):>10}   ")
-    figures = [f"{f.name}: {format_value(f.value, f.unit)}" for f in (*view.saturation, *view.errors)]
+    figures = [f"{f.name}: {format_value(f.value, f.unit)}" + (f" ({f.source})" if f.source else "")
+               for f in (*view.saturation, *view.errors)]
     style = BUSIEST if view.tier == busiest else NORMAL
     if not figures:
         return [(head + "-", style)]
@@ -363,7 +393,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "watch", help="a live terminal view of the lab's tiers and the busiest one (q or Ctrl-C quits)",
         description="Every few seconds: per tier (loadgen, app, db, monitoring) CPU utilization (busy / allotted "
                     "cores), memory, saturation and errors from the lab's Prometheus, the busiest tier, the run in "
-                    "progress and the rate k6 achieves. q or Ctrl-C quits.",
+                    "progress and the rate it achieves (vegeta's count, else the app's). q or Ctrl-C quits.",
         epilog="exit codes: 0 quit (or --once answered), 1 --once and Prometheus could not answer, "
                "2 usage error (bad option, no terminal)",
     )

@@ -85,9 +85,9 @@ def only_tier(expr: str, tier: str) -> str:
 
 def zero_when_absent(expr: str, witness: str) -> str:
     """EXPR, or 0 while WITNESS has series: for counters that only appear with their first event
-    (k6 creates `k6_perflab_errors_total` at the first error, Micrometer a 5xx series at the first
-    5xx). WITNESS is a sibling that proves the source reports (its requests), so a misspelt
-    metric still shows nothing instead of a reassuring 0."""
+    (Micrometer creates a route's 4xx or 5xx series at its first such answer). WITNESS is a
+    sibling that proves the source reports (its requests), so a misspelt metric still shows
+    nothing instead of a reassuring 0."""
     return f"({expr}) or (0 * {witness})"
 
 

@@ -1,10 +1,13 @@
-"""Load generator: did it send the rate it was asked for? Achieved against target rate, dropped
-iterations, client-side latency and errors (k6's remote write), and the loadgen tier's CPU.
+"""Load generator: did it send the rate it was asked for? The rate it achieved against the app's
+count, failed requests, the response time vegeta saw, and the loadgen tier's CPU.
 
-k6 pushes its metrics to Prometheus (remote write, names prefixed `k6_`, labels `scenario` and
-`phase`, no `tier`/`host`); wrk2 pushes none, so these panels stay empty for wrk2 runs except CPU.
-k6 panels show only the phases of the selected runs (`$app`, `$run`): they are joined on `phase`
-with perflab_run_info, which is 1 while a phase runs.
+The rate and the failures are perflab/tiers.py's figures: vegeta's own count while vegeta runs
+(Prometheus scrapes its exporter as job `vegeta` only then), else the app's count (wrk2 exports no
+metrics); their legend names the source. The response time is vegeta's alone: wrk2 reports its
+latency distribution only at the end of a phase (result.json), so that panel is empty for wrk2
+runs. Panels show only the phases of the selected runs (`$app`, `$run`): each series is joined
+with perflab_run_info (1 on the loadgen host while a phase runs), which adds its phase and
+target rate.
 """
 
 from __future__ import annotations
@@ -14,37 +17,60 @@ from grafana_foundation_sdk.models import dashboard as dashboard_model
 from grafana_foundation_sdk.models import units
 
 from perflab import tiers
-from perflab.dashboards.common import Panel, new_dashboard, number_panels, only_tier, queries, query, timeseries, zero_when_absent
+from perflab.dashboards.common import Panel, new_dashboard, number_panels, only_tier, queries, query, timeseries
 
 UID = "perflab-loadgen"
 WINDOW = "$__rate_interval"
-SELECTED_RUN_PHASES = 'max by (phase) (perflab_run_info{job="node", app=~"$app", run_id=~"$run"})'
+# The phase of a selected run in progress; topk(1, ...) keeps one even if two loadgen hosts said so.
+SELECTED_RUN_PHASE = ('topk(1, max by (run_id, phase, target_rate) '
+                      '(perflab_run_info{job="node", app=~"$app", run_id=~"$run"}))')
+SOURCE = "{{" + tiers.SOURCE_LABEL + "}}"
 
 
 def during_selected_runs(expr: str) -> str:
-    """EXPR (with a `phase` label) only while a phase of a selected run runs."""
-    return f"({expr}) and on(phase) {SELECTED_RUN_PHASES}"
+    """EXPR only while a phase of a selected run runs, with that phase's labels (run_id, phase,
+    target_rate) added to each of its series."""
+    return f"({expr}) * on() group_left(run_id, phase, target_rate) {SELECTED_RUN_PHASE}"
 
 
 def is_the_target_rate_achieved() -> Panel:
     return timeseries(
-        "Achieved and target request rate",
-        "Requests k6 completed per second against the rate it was asked for (k6_perflab_target_rate), "
-        "by phase. Achieved below target means the load generator or the system under test could not "
-        "keep up: the run's figures then describe a lower load than asked.",
+        "Achieved request rate (target in the legend)",
+        "Requests per second the load generator completed, by its own count (vegeta) or, where it "
+        "exports none (wrk2), by the app's; and the requests per second of the workload the app "
+        "answered. Below the target the load generator or the system under test could not keep up: "
+        "the run's figures then describe a lower load than asked. With vegeta, completed above "
+        "answered are requests that got no answer (connect errors, timeouts).",
         units.RequestsPerSecond,
-        queries((during_selected_runs(f"sum by (phase) (rate(k6_http_reqs_total[{WINDOW}]))"), "achieved: {{phase}}"),
-                (during_selected_runs("max by (phase) (k6_perflab_target_rate)"), "target: {{phase}}")))
+        queries((during_selected_runs(tiers.request_rate(WINDOW)),
+                 f"achieved ({SOURCE}'s count): {{{{phase}}}}, target {{{{target_rate}}}} req/s"),
+                (during_selected_runs(tiers.app_request_rate(WINDOW)), "answered by the app: {{phase}}")))
 
 
-def how_many_iterations_are_dropped() -> Panel:
-    dropped = f"sum by (phase) (rate(k6_dropped_iterations_total[{WINDOW}]))"
-    started = f"sum by (phase) (rate(k6_iterations_total[{WINDOW}]))"
+def which_requests_fail() -> Panel:
     return timeseries(
-        "Dropped iterations per second",
-        "Iterations k6 could not start on time because every VU was busy (max_vus reached): above 0 the "
-        "open-model arrival rate was not kept and latency is under-reported (coordinated omission).",
-        units.OpsPerSecond, [query(during_selected_runs(zero_when_absent(dropped, started)), "{{phase}}")])
+        "Failed requests per second by status",
+        "Requests vegeta counted as failed, by status (0: no answer, a connect error or timeout; else an "
+        "HTTP status other than 2xx/3xx) or, where the load generator exports no metrics (wrk2), the "
+        "app's 4xx and 5xx answers (wrk2's socket errors and timeouts are in its summary only); 0 while "
+        "none failed.",
+        units.RequestsPerSecond,
+        [query(during_selected_runs(tiers.failed_request_rate(WINDOW, by="status")),
+               f"failed ({SOURCE}'s count) {{{{status}}}}: {{{{phase}}}}")])
+
+
+def what_latency_does_the_client_see() -> Panel:
+    return timeseries(
+        "Response time seen by vegeta: p50, p99",
+        "vegeta's response time by HTTP method, from each request's send to its answer, interpolated "
+        "within its histogram's buckets (5 ms to 10 s: coarse). A request vegeta sent late (no free "
+        "worker) does not count its wait before the send: the run's result.json has the distribution "
+        "corrected for it (from each request's schedule). vegeta runs only: wrk2 exports no metrics.",
+        units.Seconds,
+        queries((during_selected_runs(tiers.vegeta_latency_quantile(0.5, WINDOW, by="method")),
+                 "p50 {{method}}: {{phase}}"),
+                (during_selected_runs(tiers.vegeta_latency_quantile(0.99, WINDOW, by="method")),
+                 "p99 {{method}}: {{phase}}")))
 
 
 def how_busy_is_the_loadgen_cpu() -> Panel:
@@ -52,48 +78,14 @@ def how_busy_is_the_loadgen_cpu() -> Panel:
         "Load generator CPU utilization",
         "Busy cores / allotted cores of the loadgen tier (perflab/tiers.py): a load generator near 100% "
         "measures itself, not the app.",
-        units.PercentUnit, [query(only_tier(tiers.cpu_utilization(WINDOW), "loadgen"), "{{tier}}")], width=8)
-
-
-def what_latency_does_the_client_see() -> Panel:
-    return timeseries(
-        "Response time seen by k6: p50, p99",
-        "k6's http_req_duration percentiles by request name, over each remote-write period: the "
-        "latency the client saw, queueing included.",
-        units.Seconds,
-        queries((during_selected_runs("max by (name, phase) (k6_http_req_duration_p50)"), "p50 {{name}} ({{phase}})"),
-                (during_selected_runs("max by (name, phase) (k6_http_req_duration_p99)"), "p99 {{name}} ({{phase}})")),
-        width=8)
-
-
-def how_many_vus_are_busy() -> Panel:
-    return timeseries(
-        "Virtual users: active and allocated",
-        "k6 VUs running an iteration and VUs allocated: active reaching allocated (max_vus) is when "
-        "iterations start being dropped.",
-        units.Short,
-        queries((during_selected_runs("max by (phase) (k6_vus)"), "active: {{phase}}"),
-                (during_selected_runs("max by (phase) (k6_vus_max)"), "allocated: {{phase}}")), width=8)
-
-
-def which_requests_fail() -> Panel:
-    failed = f"sum by (phase, kind) (rate(k6_perflab_errors_total[{WINDOW}]))"
-    sent = f"sum by (phase) (rate(k6_perflab_requests_total[{WINDOW}]))"
-    return timeseries(
-        "Failed requests per second by kind",
-        "Requests k6 counted as failed, by kind (timeout, connect, network, http_4xx, http_5xx, "
-        "unexpected_status); 0 while none failed.",
-        units.RequestsPerSecond, [query(during_selected_runs(zero_when_absent(failed, sent)), "{{kind}} ({{phase}})")])
+        units.PercentUnit, [query(only_tier(tiers.cpu_utilization(WINDOW), "loadgen"), "{{tier}}")])
 
 
 def loadgen_dashboard() -> dashboard_model.Dashboard:
     board = new_dashboard(UID, "perflab: load generator",
                           "Did the load generator send the rate it was asked for, and what did it see?")
-    board = (board.with_row(dashboard_builder.Row("Rate"))
-             .with_panel(is_the_target_rate_achieved()).with_panel(how_many_iterations_are_dropped())
+    board = (board.with_row(dashboard_builder.Row("Rate and failures"))
+             .with_panel(is_the_target_rate_achieved()).with_panel(which_requests_fail())
              .with_row(dashboard_builder.Row("Client side"))
-             .with_panel(what_latency_does_the_client_see()).with_panel(how_many_vus_are_busy())
-             .with_panel(how_busy_is_the_loadgen_cpu())
-             .with_row(dashboard_builder.Row("Errors"))
-             .with_panel(which_requests_fail()))
+             .with_panel(what_latency_does_the_client_see()).with_panel(how_busy_is_the_loadgen_cpu()))
     return number_panels(board.build())

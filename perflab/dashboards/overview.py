@@ -16,7 +16,6 @@ from grafana_foundation_sdk.models import units
 from perflab import tiers
 from perflab.dashboards.common import (
     GRID_WIDTH, Panel, new_dashboard, number_panels, only_tier, query, queries, stat, timeseries,
-    zero_when_absent,
 )
 
 UID = "perflab-overview"
@@ -36,20 +35,18 @@ def monitoring_errors() -> tuple[tiers.Figure, ...]:
     return (tiers.Figure("monitoring", "scrape targets down", units.Short, "sum(1 - up)"),)
 
 
-# Counters that appear only with their first event, and the sibling that proves their source
-# reports (see common.zero_when_absent): a run without errors shows 0, not "No data".
-EVENT_COUNTER_WITNESSES = {
-    "k6_dropped_iterations_total": "sum(rate(k6_iterations_total[{window}]))",
-    "k6_perflab_errors_total": "sum(rate(k6_perflab_requests_total[{window}]))",
-    "http_server_requests_seconds_count": 'sum(rate(http_server_requests_seconds_count{{job="app"}}[{window}]))',
-}
+def legend(figure: tiers.Figure) -> str:
+    """The figure's name, and for a figure read from whichever source reports, which one."""
+    return f"{figure.name} ({{{{{tiers.SOURCE_LABEL}}}}})" if figure.sources else figure.name
 
 
-def zero_when_nothing_happened(figure: tiers.Figure, window: str) -> str:
-    for counter, witness in EVENT_COUNTER_WITNESSES.items():
-        if counter in figure.expr:
-            return zero_when_absent(figure.expr, witness.format(window=window))
-    return figure.expr
+def described(figures: list[tiers.Figure]) -> str:
+    """The figures' names, with what each source counts for those read from either."""
+    def one(figure: tiers.Figure) -> str:
+        if not figure.sources:
+            return figure.name
+        return f"{figure.name} ({', else '.join(f'{source}: {note}' for source, note in figure.sources)})"
+    return "; ".join(one(f) for f in figures)
 
 
 def which_tier_is_busiest() -> Panel:
@@ -83,18 +80,26 @@ def how_much_memory_does_the_tier_hold(tier: str, width: int) -> Panel:
         units.BytesIEC, [query(only_tier(tiers.memory_resident_bytes(), tier), "{{tier}}")], width)
 
 
+# What the saturation panel of a tier shows (default: its queue).
+SATURATION_MEANS = {
+    "loadgen": "A load generator has no queue of its own: when it cannot keep up, the rate it achieves falls "
+               "below the run's target (the run window's annotation names it)",
+}
+
+
 def what_queues_in_the_tier(tier: str, figures: list[tiers.Figure], width: int) -> Panel:
+    means = SATURATION_MEANS.get(tier, "The queue that grows when this tier is the limit")
     return timeseries(
         f"{TIER_TITLES[tier]} saturation: " + ", ".join(f.name for f in figures),
-        "The queue that grows when this tier is the limit: " + "; ".join(f.name for f in figures) + ".",
-        figures[0].unit, queries(*((zero_when_nothing_happened(f, WINDOW), f.name) for f in figures)), width)
+        f"{means}: {described(figures)}.",
+        figures[0].unit, queries(*((f.expr, legend(f)) for f in figures)), width)
 
 
 def what_fails_in_the_tier(tier: str, figures: list[tiers.Figure], width: int) -> Panel:
     return timeseries(
         f"{TIER_TITLES[tier]} errors: " + ", ".join(f.name for f in figures),
-        "Failures this tier reports: " + "; ".join(f.name for f in figures) + ".",
-        figures[0].unit, queries(*((zero_when_nothing_happened(f, WINDOW), f.name) for f in figures)), width)
+        "Failures this tier reports: " + described(figures) + ".",
+        figures[0].unit, queries(*((f.expr, legend(f)) for f in figures)), width)
 
 
 def by_unit(figures: list[tiers.Figure]) -> list[list[tiers.Figure]]:

@@ -14,7 +14,7 @@ from perflab.audit import (
     Status,
     TierCpu,
 )
-from perflab.model import ErrorCounts, RunResult, ScenarioRun
+from perflab.model import ErrorCounts, RunResult, ScenarioRun, SchemaError
 
 from .helpers import WRK2_TARGET_RATES, wrk2_text
 
@@ -104,8 +104,8 @@ def test_no_errors() -> None:
     one_error = dataclasses.replace(STEADY, errors=ErrorCounts(connect=1))
     fired = rule_result(audit.no_errors, one_error)
     assert (fired.status, fired.evidence) == (Status.INVALID, "1 errors in 39904 requests (connect 1)")
-    k6_failures = dataclasses.replace(STEADY, errors=ErrorCounts(failed_requests=3, failed_checks=2))
-    assert rule_result(audit.no_errors, k6_failures).evidence == (
+    failed_requests_and_checks = dataclasses.replace(STEADY, errors=ErrorCounts(failed_requests=3, failed_checks=2))
+    assert rule_result(audit.no_errors, failed_requests_and_checks).evidence == (
         "5 errors in 39904 requests (failed_requests 3, failed_checks 2)"
     )
 
@@ -117,11 +117,37 @@ def test_achieved_rate_at_the_threshold() -> None:
     assert rule_result(audit.achieved_rate, just_short).status is Status.INVALID
 
 
-def test_achieved_rate_mentions_dropped_iterations() -> None:
-    dropping = dataclasses.replace(STEADY, tool="k6", achieved_rate=1000.0, dropped_iterations=20000)
+# Results written before k6's retirement carry the requests it dropped (dropped_iterations).
+RETIRED_TOOL = "k6"
+
+
+def test_achieved_rate_states_the_dropped_share_of_old_results() -> None:
+    dropping = dataclasses.replace(STEADY, tool=RETIRED_TOOL, achieved_rate=1000.0, dropped_iterations=20000)
     fired = rule_result(audit.achieved_rate, dropping)
     assert fired.status is Status.INVALID
-    assert fired.evidence.endswith("; 20000 iterations dropped by k6")
+    assert fired.evidence.endswith(
+        f"; 20000 of 59904 offered requests dropped by {RETIRED_TOOL} (33.39%; tolerance 0.1%)")
+
+
+def test_the_dropped_share_is_of_the_offered_requests() -> None:
+    assert audit.dropped_share(dataclasses.replace(STEADY, requests=44987, dropped_iterations=13)) == 13 / 45000
+    assert audit.dropped_share(dataclasses.replace(STEADY, dropped_iterations=0)) == 0.0
+    assert audit.dropped_share(STEADY) is None  # wrk2 reports no drops
+    assert audit.dropped_share(dataclasses.replace(STEADY, requests=0, dropped_iterations=0)) is None
+    assert THRESHOLDS.max_dropped_share.value == 0.001 and "45,000" in THRESHOLDS.max_dropped_share.reason
+
+
+def test_observations_written_before_the_retirement_of_k6_still_load() -> None:
+    """observations.json held saturation.loadgen_dropped_per_s (a k6 figure nothing filled: null)."""
+    old = Observations(saturation=audit.Saturation(app_pool_waiting_avg=0.5)).to_json().replace(
+        '"db_disk_await_ms": null,', '"db_disk_await_ms": null,\n    "loadgen_dropped_per_s": null,')
+    assert '"loadgen_dropped_per_s": null' in old
+    loaded = Observations.from_json(old)
+    assert loaded.saturation == audit.Saturation(app_pool_waiting_avg=0.5)
+    with pytest.raises(SchemaError, match="unknown field.*loadgen_dropped_per_s"):
+        Observations.from_json(old.replace('"loadgen_dropped_per_s": null', '"loadgen_dropped_per_s": 2.5'))
+    with pytest.raises(SchemaError, match="not JSON"):
+        Observations.from_json("{")
 
 
 def test_loadgen_cpu() -> None:

@@ -193,3 +193,40 @@ def test_the_busiest_tier_is_one_stat_naming_its_tier() -> None:
     assert target["legendFormat"] == "{{tier}}" and target["instant"] is True
     assert busiest["options"]["textMode"] == "value_and_name"
 
+
+def loadgen_queries() -> dict[str, list[str]]:
+    return {p["title"]: [t["expr"] for t in p["targets"]] for p in visual_panels(checked_in()["loadgen.json"])}
+
+
+def test_the_loadgen_dashboard_reads_the_shared_figures_of_either_source() -> None:
+    exprs = [e for panel in loadgen_queries().values() for e in panel]
+    window = "$__rate_interval"
+    for figure in (tiers.request_rate(window), tiers.app_request_rate(window),
+                   tiers.failed_request_rate(window, by="status")):
+        assert any(f"({figure}) * on() group_left(run_id, phase, target_rate)" in e for e in exprs), figure
+
+
+def test_only_the_response_time_needs_a_vegeta_run() -> None:
+    """tests/dashboards runs every query over the shared short run: a query that reads vegeta's
+    exporter alone (no app fallback) has series only while vegeta runs, never during a wrk2 run."""
+    vegeta_only = {title for title, exprs in loadgen_queries().items() for e in exprs
+                   if f'job="{tiers.VEGETA_JOB}"' in e and 'job="app"' not in e}
+    assert vegeta_only == {"Response time seen by vegeta: p50, p99"}
+    # Elsewhere vegeta's series are read only with the app's count as the fallback.
+    every_other = [t["expr"] for board in checked_in().values() for p in visual_panels(board) for t in p["targets"]
+                   if p["title"] not in vegeta_only]
+    assert all('job="app"' in e for e in every_other if f'job="{tiers.VEGETA_JOB}"' in e)
+
+
+def test_figures_of_either_source_name_it_in_their_legend() -> None:
+    overview = visual_panels(checked_in()["lab-overview.json"])
+    legends = {t["expr"]: t["legendFormat"] for p in overview for t in p["targets"]}
+    for figure in (*tiers.saturation("$__rate_interval"), *tiers.errors("$__rate_interval")):
+        assert ("{{source}}" in legends[figure.expr]) == bool(figure.sources), figure.name
+
+
+def test_no_dashboard_reads_a_retired_load_generator() -> None:
+    for name in DASHBOARDS:
+        text = (DASHBOARDS_DIR / name).read_text(encoding="utf-8")
+        assert "k6" not in text.lower(), name
+

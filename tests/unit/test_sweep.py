@@ -31,7 +31,7 @@ def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 
             {"status": "incomplete", "failed_step": "deploying the app", "reason": "perflab-app failed to start"}))
         return
     result = RunResult(
-        tool="k6", target_rate=rate, achieved_rate=rate if achieved is None else achieved, requests=rate * 10,
+        tool="wrk2", target_rate=rate, achieved_rate=rate if achieved is None else achieved, requests=rate * 10,
         duration_s=10.0, errors=ErrorCounts(),
         latency_corrected=LatencyDistribution(percentiles_ms={"50": p99 / 4, "99": p99, "99.9": p99 * 2},
                                               mean_ms=p99 / 3, max_ms=p99 * 3),

@@ -55,17 +55,19 @@ def test_memory_cores_and_bars() -> None:
     assert watch.bar(None) == "[          ]"
 
 
-def _snapshot(run: RunView | None = None, achieved: float | None = None) -> Snapshot:
+def _snapshot(run: RunView | None = None, achieved: float | None = None, source: str | None = None) -> Snapshot:
     views = (
         TierView("loadgen", 0.12, 0.12, 1.0, 80 * 2**20,
-                 (FigureValue("dropped iterations/s", "ops", 0.0),), (FigureValue("failed requests/s", "reqps", None),)),
+                 (FigureValue("requests/s achieved", "reqps", 498.7, "vegeta's count"),),
+                 (FigureValue("failed requests/s", "reqps", None),)),
         TierView("app", 0.97, 0.97, 1.0, 400 * 2**20,
                  (FigureValue("requests waiting for a DB connection", "short", 3.0),
                   FigureValue("JVM threads blocked", "short", 0.0)), ()),
         TierView("db", 0.31, 0.31, 1.0, 250 * 2**20, (FigureValue("disk busy", "percentunit", 0.05),), ()),
         TierView("monitoring", 0.05, 0.05, 1.0, 110 * 2**20),
     )
-    return Snapshot(at=AT, tiers=views, busiest=("app", 0.97), run=run, achieved_rate=achieved)
+    return Snapshot(at=AT, tiers=views, busiest=("app", 0.97), run=run, achieved_rate=achieved,
+                    achieved_source=source)
 
 
 def _text(state: State) -> str:
@@ -84,27 +86,49 @@ def test_the_screen_shows_every_tier_and_names_the_busiest() -> None:
     assert rows["db"].startswith(" db") and "disk busy: 5%" in rows["db"]
     assert rows["monitoring"].rstrip().endswith("-")
     assert "JVM threads blocked: 0" in text
-    assert "failed requests/s: -" in text
+    assert "failed requests/s: -" in text and "requests/s achieved: 498.7 (vegeta's count)" in rows["loadgen"]
     assert "busiest tier: app (97% of its 1 allotted core busy)" in text
     assert ("busiest tier: app (97% of its 1 allotted core busy)", watch.BUSIEST) in lines
     assert "run: none in progress" in text
     assert "UNREACHABLE" not in text
 
 
-def test_the_run_in_progress_with_the_achieved_rate() -> None:
-    run = RunView("20250101T000000Z-quarkus-zipcodes", "quarkus", "zipcodes", "k6", "measure", 200.0)
-    text = _text(State(url="u", interval_s=5, window="30s", snapshot=_snapshot(run, 190.0)))
-    assert "run: 20250101T000000Z-quarkus-zipcodes  phase measure  app quarkus  scenario zipcodes  tool k6" in text
-    assert "target 200 req/s  achieved 190.0 req/s (95% of target)" in text
+def _screen(run: RunView | None, achieved: float | None = None, source: str | None = None) -> str:
+    return _text(State(url="u", interval_s=5, window="30s", snapshot=_snapshot(run, achieved, source)))
+
+
+def test_the_run_in_progress_with_the_achieved_rate_and_whose_count_it_is() -> None:
+    run = RunView("20250101T000000Z-quarkus-zipcodes", "quarkus", "zipcodes", "vegeta", "measure", 500.0)
+    text = _screen(run, 498.7, "vegeta")
+    assert "run: 20250101T000000Z-quarkus-zipcodes  phase measure  app quarkus  scenario zipcodes  tool vegeta" in text
+    assert "target 500 req/s  achieved 498.7 req/s (100% of target; vegeta's count)" in text
+    # vegeta's exporter is scraped only while a phase runs: until its first scrapes, the app's count
+    assert "achieved 190.0 req/s (38% of target; the app's count: no series from vegeta's exporter yet)" in _screen(
+        run, 190.0, "app")
     wrk2_run = RunView("r", "spring-mvc", "greeting", "wrk2", "warmup", 500.0)
-    text = _text(State(url="u", interval_s=5, window="30s", snapshot=_snapshot(wrk2_run)))
-    assert "target 500 req/s  achieved - (wrk2 reports only at the end)" in text
+    assert ("target 500 req/s  achieved 498.7 req/s (100% of target; the app's count: wrk2 exports no metrics)"
+            in _screen(wrk2_run, 498.7, "app"))
+
+
+def test_no_rate_from_either_source_says_why() -> None:
+    wrk2_run = RunView("r", "spring-mvc", "greeting", "wrk2", "warmup", 500.0)
+    assert ("target 500 req/s  achieved - (wrk2 exports no metrics and the app's request counter has no series "
+            "(is an app deployed and scraped? make lab-status))") in _screen(wrk2_run)
+    vegeta_run = RunView("r", "quarkus", "zipcodes", "vegeta", "measure", 200.0)
+    assert "achieved - (no series from vegeta's exporter yet and the app's request counter has no series" in _screen(
+        vegeta_run)
+    assert "run: none in progress\n" in _screen(None)
+
+
+def test_between_runs_the_rate_says_whose_count_it_is() -> None:
+    assert "run: none in progress  (vegeta: 498.7 req/s)" in _screen(None, 498.7, "vegeta")
+    assert "run: none in progress  (the app counts 3.2 req/s)" in _screen(None, 3.2, "app")
 
 
 def test_run_info_labels() -> None:
-    labels = {"run_id": "r1", "app": "quarkus", "scenario": "zipcodes", "tool": "k6", "phase": "warmup",
+    labels = {"run_id": "r1", "app": "quarkus", "scenario": "zipcodes", "tool": "vegeta", "phase": "warmup",
               "target_rate": "200"}
-    assert watch.run_from(labels) == RunView("r1", "quarkus", "zipcodes", "k6", "warmup", 200.0)
+    assert watch.run_from(labels) == RunView("r1", "quarkus", "zipcodes", "vegeta", "warmup", 200.0)
     assert watch.run_from(None) is None
     assert watch.run_from({"run_id": "r2"}) == RunView("r2", "?", "?", "?", "?", None)
 
@@ -149,11 +173,13 @@ def test_collect_takes_every_figure_from_tiers() -> None:
         tiers.cpu_allotted_cores(): [Sample({"tier": t}, 2.0) for t in per_tier],
         tiers.memory_resident_bytes(): [Sample({"tier": "app"}, 2.0**30)],
         tiers.busiest_tier(window): [Sample({"tier": "app"}, 0.9)],
-        watch.RUN_INFO: [Sample({"run_id": "r", "phase": "measure", "target_rate": "200", "tool": "k6"}, 1.0)],
-        watch.achieved_rate(window): [Sample({}, 199.5)],
+        watch.RUN_INFO: [Sample({"run_id": "r", "phase": "measure", "target_rate": "200", "tool": "wrk2"}, 1.0)],
     }
     for figure in (*tiers.saturation(window), *tiers.errors(window)):
         answers[figure.expr] = [Sample({}, 7.0)]
+    answers[tiers.failed_request_rate(window)] = [Sample({tiers.SOURCE_LABEL: "app"}, 7.0)]
+    # The rate achieved is also the loadgen's saturation figure: one PromQL, read once per figure.
+    answers[tiers.request_rate(window)] = [Sample({tiers.SOURCE_LABEL: "app"}, 199.5)]
     prometheus = RecordedPrometheus(answers)
     snapshot = watch.collect(prometheus, window, at=AT)
     assert set(prometheus.asked) == set(answers)
@@ -161,10 +187,16 @@ def test_collect_takes_every_figure_from_tiers() -> None:
     app = snapshot.tiers[1]
     assert (app.utilization, app.busy_cores, app.allotted_cores, app.memory_bytes) == (0.9, 1.8, 2.0, 2.0**30)
     assert [f.name for f in app.saturation] == [f.name for f in tiers.saturation(window) if f.tier == "app"]
-    assert all(f.value == 7.0 for v in snapshot.tiers for f in (*v.saturation, *v.errors))
+    loadgen = snapshot.tiers[0]
+    assert loadgen.saturation == (FigureValue("requests/s achieved", "reqps", 199.5, "the app's count"),)
+    assert loadgen.errors == (FigureValue("failed requests/s", "reqps", 7.0, "the app's 4xx/5xx"),)
+    assert all(f.value == 7.0 and f.source is None for v in snapshot.tiers[1:] for f in (*v.saturation, *v.errors))
     assert snapshot.tiers[3].memory_bytes is None and snapshot.tiers[3].saturation == ()
     assert snapshot.busiest == ("app", 0.9)
-    assert snapshot.run is not None and snapshot.run.target_rate == 200.0 and snapshot.achieved_rate == 199.5
+    assert snapshot.run is not None and snapshot.run.target_rate == 200.0
+    assert (snapshot.achieved_rate, snapshot.achieved_source) == (199.5, "app")
+    assert ("achieved 199.5 req/s (100% of target; the app's count: wrk2 exports no metrics)"
+            in _text(State(url="u", interval_s=5, window=window, snapshot=snapshot)))
 
 
 def test_once_against_an_unreachable_prometheus_says_so_in_one_line() -> None:

@@ -1,7 +1,8 @@
 """`make watch` in a real terminal (tmux: send-keys, capture-pane) on the session's lab: the four
-tiers with figures from its Prometheus, the busiest tier named, the shared short run shown while it
-runs with the rate k6 achieves, q and Ctrl-C ending it with exit status 0 and the terminal as it
-was; an unreachable Prometheus said on screen while it retries.
+tiers with figures from its Prometheus, the busiest tier named, the shared short run (wrk2) shown
+while it runs with the rate it achieves by the app's count (wrk2 exports no metrics), q and Ctrl-C
+ending it with exit status 0 and the terminal as it was; an unreachable Prometheus said on screen
+while it retries.
 
 The short run is watched as it happens only if this directory asks for `short_run` first in the
 session (Makefile test-lab lists tests/watch before the other suites that use it); otherwise the
@@ -190,9 +191,11 @@ def test_the_run_in_progress_and_the_achieved_rate(request: pytest.FixtureReques
             run_dir = new_run_dir(before)
     shown = recorder.runs(run_dir.name)
     assert shown, f"{run_dir.name} never appeared; the last screen:\n{recorder.screens[-1]}"
-    assert {(m["app"], m["scenario"], m["tool"], m["target"]) for m in shown} == {("quarkus", "zipcodes", "k6", "200")}
+    assert {(m["app"], m["scenario"], m["tool"], m["target"]) for m in shown} == {("quarkus", "zipcodes", "wrk2", "200")}
     assert "measure" in {m["phase"] for m in shown}
-    # k6 pushes every 5 s; once its first pushes are in the 30 s window the rate is the target's.
+    # The app is scraped every 5 s; once its scrapes under load fill the 30 s window the rate is the target's.
     achieved = [float(m["achieved"]) for m in shown if m["phase"] == "measure"]
     assert any(160 <= rate <= 240 for rate in achieved), achieved
+    # wrk2 exports no metrics: the screen says whose count the rate is.
+    assert all("the app's count: wrk2 exports no metrics" in m.string for m in shown), recorder.screens[-1]
     _exits_cleanly(terminal, "q")
