@@ -12,6 +12,9 @@ RESULTS ?= results
 export PERFLAB_RESULTS_DIR := $(abspath $(RESULTS))
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
+# vegeta, built on the controller by `make vegeta` (see there).
+VEGETA_VERSION := v12.13.0
+VEGETA := build/vegeta
 
 .PHONY: help
 help: ## List the targets
@@ -34,12 +37,13 @@ dashboards: $(VENV_STAMP) ## Generate the Grafana dashboards dashboards/*.json f
 	$(BIN)/python -m perflab.dashboards dashboards
 
 .PHONY: test-unit
-test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI; k6 if installed), mypy --strict, the scenario loader (tests/deploy)
+test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
 	$(BIN)/mypy --strict perflab tests/unit
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/deploy
 
 .PHONY: test-report
 test-report: $(VENV_STAMP) ## The HTML report from real tool output and bad input, opened in headless Chromium (screenshot: build/test-artifacts/report.png)
+	@scripts/apt-need.sh "the report test (headless Chromium)" chromium fonts-dejavu-core
 	$(BIN)/mypy --strict tests/report
 	$(BIN)/pytest -q -p no:cacheprovider tests/report
 
@@ -59,16 +63,20 @@ APPS ?= quarkus spring-webflux spring-mvc
 CONTRACT_VARIANTS ?= spring-mvc+virtual quarkus+worker
 MVN ?= mvn
 
+.PHONY: apps-prereqs
+apps-prereqs:
+	@scripts/apt-need.sh "building the apps and their contract suite's private MariaDB" maven mariadb-server mariadb-client openssl
+
 .PHONY: apps
 apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
 	$(MVN) -B -q -f apps/pom.xml package -DskipTests
 
 .PHONY: test-apps
-test-apps: $(VENV_STAMP) apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB
+test-apps: $(VENV_STAMP) apps-prereqs apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB
 	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS) $(CONTRACT_VARIANTS))
 
 .PHONY: bench-apps
-bench-apps: $(VENV_STAMP) apps ## Benchmark each of APPS pinned to one core with k6: start time, max RSS, req/s on /greeting and /zipcodes
+bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS pinned to one core with vegeta: start time, max RSS, req/s on /greeting and /zipcodes
 	$(BIN)/python tests/contract/bench_apps.py $(APPS)
 
 # The lab. INVENTORY selects it (default: the local containers); ANSIBLE_ARGS passes options
@@ -123,12 +131,28 @@ apps/$(1)/target/perflab-$(1).jar: apps/pom.xml apps/$(1)/pom.xml $$(shell find 
 endef
 $(foreach app,$(DEPLOY_APPS),$(eval $(call app_jar_rule,$(app))))
 
+# vegeta (MIT), the load generator any machine can get: built on the controller from the Go
+# module proxy (about 10 s with a warm module cache) and copied to the loadgen hosts by the bench.
+$(VEGETA):
+	@command -v go >/dev/null || { echo "perflab: vegeta needs Go on the controller (apt-get install golang-go), or set loadgen_vegeta_url and loadgen_vegeta_sha256 to a release" >&2; exit 2; }
+	@echo "perflab: building vegeta $(VEGETA_VERSION) into $(VEGETA) (go install, from the Go module proxy)"
+	GOBIN=$(CURDIR)/build CGO_ENABLED=0 go install -trimpath github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
+
+.PHONY: vegeta
+vegeta: $(VEGETA) ## Build vegeta v12.13.0 on the controller (build/vegeta; needs Go): the load generator TOOL=auto falls back to
+
+# bench, compare and sweep: vegeta where this run may use it (TOOL=auto or vegeta) and Go can
+# build it; without Go the loadgen role says what else to set (loadgen_vegeta_url).
+.PHONY: vegeta-if-needed
+vegeta-if-needed:
+	@if [ "$(TOOL)" != wrk2 ] && [ ! -x $(VEGETA) ] && command -v go >/dev/null; then $(MAKE) --no-print-directory $(VEGETA); fi
+
 # A benchmark run (playbooks/bench.yml). Empty options keep the scenario's values.
 SCENARIO ?=
 RATE ?=
 DURATION ?=
 WARMUP ?=
-TOOL ?= k6
+TOOL ?= auto
 DB_DELAY_MS ?= 0
 SLO_P99_MS ?=
 # What every run of a bench, compare or sweep shares; the rate is the sweep's own.
@@ -140,10 +164,10 @@ BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
 .PHONY: bench
-bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=k6|wrk2] [DB_DELAY_MS=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
 	$(require_inventory)
-	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
+	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar vegeta-if-needed
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 # `make lab`: the lab's main job from nothing, the first of the README's two commands.
@@ -158,7 +182,7 @@ lab: ## Bring up the lab and run its main job: one benchmark (LAB_APP=quarkus, L
 .PHONY: compare
 compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under identical conditions, then a table of the results
 	$(require_inventory)
-	@$(MAKE) --no-print-directory $(foreach app,$(DEPLOY_APPS),apps/$(app)/target/perflab-$(app).jar)
+	@$(MAKE) --no-print-directory $(foreach app,$(DEPLOY_APPS),apps/$(app)/target/perflab-$(app).jar) vegeta-if-needed
 	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --apps "$(DEPLOY_APPS)" -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 # `make sweep`: one bench run per rate, in increasing order, until a run is incomplete, INVALID
@@ -172,7 +196,7 @@ MAX ?=
 sweep: $(VENV_STAMP) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
 	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
 	$(require_inventory)
-	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
+	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar vegeta-if-needed
 	$(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
 	  $(if $(RATES),--rates '$(RATES)') $(if $(START),--start '$(START)') $(if $(STEP),--step '$(STEP)') \
 	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') -- $(RUN_OPTIONS) $(ANSIBLE_ARGS)
@@ -204,11 +228,12 @@ test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PE
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app x scenario, an SSH lab, lab-down
+test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app x scenario, an SSH lab, lab-down
+	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
 	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs tests/ssh_lab
 
 .PHONY: bench-loadgen
-bench-loadgen: $(VENV_STAMP) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for k6 and wrk2 (a sweep each)
+bench-loadgen: $(VENV_STAMP) $(VEGETA) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for wrk2 and vegeta (a sweep each)
 	$(require_inventory)
 	@$(MAKE) --no-print-directory apps/quarkus/target/perflab-quarkus.jar
 	INVENTORY="$(INVENTORY)" $(BIN)/python tests/bench/bench_loadgen.py

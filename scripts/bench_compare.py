@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """make compare: run playbooks/bench.yml for every app in turn with the same options, then
-print one table of the runs (achieved rate, corrected p50/p99/p99.9, errors, verdict).
+print one table of the runs (tool, achieved rate, corrected p50/p99/p99.9, errors, verdict).
+Runs of different tools (TOOL=auto picks per run) are never compared silently: the table says so.
 
 Usage: bench_compare.py --inventory INV --apps "quarkus spring-webflux spring-mvc" -- ANSIBLE_ARGS...
 Each run is a normal bench run under results/<run-id>/. Exit status: 0 when every run completed,
@@ -44,14 +45,14 @@ def _row(app: str, run_dir: Path | None) -> list[str]:
     errors = " ".join(f"{kind}={count}" for kind, count in result["errors"].items() if count) or "none"
     return [
         app, run_dir.name, "complete",
-        f"{result['target_rate']:g}", f"{result['achieved_rate']:.1f}",
+        f"{result['target_rate']:g}", f"{result['achieved_rate']:.1f}", result["tool"],
         *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
         errors, audit.get("status", "?"),
     ]
 
 
 def _table(rows: list[list[str]]) -> str:
-    header = ["app", "run", "status", "target/s", "achieved/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict"]
+    header = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict"]
     rows = [row + [""] * (len(header) - len(row)) for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
@@ -80,6 +81,10 @@ def main() -> int:
         if run_dir is None and code != 0:
             break  # bad input is the same for every app: one clear error is enough
     print(_table(rows))
+    tools = sorted({row[5] for row in rows if row[2] == "complete"})
+    if len(tools) > 1:
+        print(f"perflab compare: these runs used different load generators ({', '.join(tools)}): their latencies are "
+              "not comparable side by side; run again with TOOL= one of them")
     return 0 if all_complete else 1
 
 

@@ -25,8 +25,8 @@ from perflab.audit import DbSessions, Observations, Placement, TierCpu
 from perflab.model import AppSettings, HostFacts, RunContext, RunResult, ScenarioRun
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 
-# Environment variables of the tool that describe the workload rather than the plumbing.
-_PLUMBING = ("K6_", "SUMMARY_FILE", "BASE_URL")
+# Environment variables of the tool that are plumbing rather than the workload.
+_PLUMBING = ("PERFLAB_PERCENTILES",)
 
 
 def _context(inputs: dict[str, Any]) -> RunContext:
@@ -34,7 +34,15 @@ def _context(inputs: dict[str, Any]) -> RunContext:
     scenario = run["scenario"]
     environment = run["phases"]["measure"]["environment"]
     parameters = {k: str(v) for k, v in environment.items() if not k.startswith(_PLUMBING)}
-    parameters.update(tool=run["tool"], target_url=run["target_url"], db_delay_ms=str(inputs["db_delay_ms"]))
+    parameters.update(tool=run["tool"], tool_reason=run.get("tool_reason", ""), target_url=run["target_url"],
+                      db_delay_ms=str(inputs["db_delay_ms"]))
+    if int(run.get("calibration_ms") or 0) > 0:
+        # wrk2 records nothing in its calibration: the measured invocation ran that much longer.
+        parameters["wrk2_calibration_ms"] = str(run["calibration_ms"])
+        recorded_from = _unix(inputs["measure_started_at"]) + int(run["calibration_ms"]) / 1000
+        parameters["recorded_window"] = (
+            f"{datetime.datetime.fromtimestamp(recorded_from, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+            f" .. {inputs['measure_ended_at']}")
     deployment = inputs["deployment"]
     memory = deployment.get("memory_max_mb")
     machines = {tier: sample["machine"] for tier, sample in inputs["cpu_start"].items()}

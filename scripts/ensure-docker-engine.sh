@@ -15,7 +15,11 @@ print(sorted({str(v.get("lab_provider", "ssh")) for v in hostvars.values()} or {
 [ "$provider" = docker ] || exit 0
 
 engine_answers() { timeout 20 docker info >/dev/null 2>&1; }
-engine_answers && exit 0
+if engine_answers; then
+  # The engine may have come without debootstrap, which builds the base image.
+  command -v debootstrap >/dev/null || exec "$(dirname "$0")/apt-need.sh" "the local lab's base image" debootstrap
+  exit 0
+fi
 
 say() { echo "perflab: $*" >&2; }
 . /etc/os-release 2>/dev/null || true

@@ -1,9 +1,19 @@
 """Bad input: one clear error, no results directory and no change on any host."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-from bench_helpers import changed_counts, run_dirs, run_make, tail
+from bench_helpers import ROOT, changed_counts, run_dirs, run_make, tail
+
+# A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
+# an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
+NOT_BUILT = "-e loadgen_wrk2_version=" + "0" * 40 + " -e loadgen_wrk2_git_repo=http://127.0.0.1:9/wrk2.git"
+# The pinned wrk2 source: CI's mirror ($PERFLAB_WRK2_ARCHIVE, .ci/run), else the one beside a checkout.
+MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
+    ROOT.parent / "shared/mirrors/wrk2-44a94c17d8e6a0bac8559b53da76848e430cb7a7.tar.gz")
 
 BAD_INPUT = [
     (["APP=struts", "SCENARIO=greeting"], "unknown APP 'struts'"),
@@ -12,8 +22,12 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "RATE=-5"], "RATE must be a whole number of requests per second > 0, got '-5'"),
     (["APP=quarkus", "SCENARIO=greeting", "RATE=fast"], "RATE must be a whole number of requests per second > 0, got 'fast'"),
     (["APP=quarkus", "SCENARIO=greeting", "DURATION=0s"], "DURATION must be a number > 0"),
-    (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", "DURATION=10s", "WARMUP=0s"], "must be at least 20s with loadgen_tool=wrk2"),
-    (["APP=quarkus", "SCENARIO=greeting", "TOOL=gatling"], "TOOL must be k6 or wrk2"),
+    (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", "DURATION=5s", "WARMUP=0s"],
+     "wrk2 falls short of its rate in invocations under 20 s, and the measured one runs DURATION (5s) plus its 11 s"),
+    (["APP=quarkus", "SCENARIO=greeting", "TOOL=gatling"], "TOOL (loadgen_tool) must be auto, wrk2 or vegeta (got 'gatling')"),
+    (["APP=quarkus", "SCENARIO=greeting", "TOOL=k6"], "loadgen: k6 is no longer supported (AGPL"),
+    (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path="],
+     "loadgen: TOOL=wrk2 cannot run on perflab-loadgen: wrk2 cannot be built: no archive on the controller"),
     (["APP=quarkus", "SCENARIO=greeting", "DB_DELAY_MS=lots"], "DB_DELAY_MS a whole number"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"], "app: profile 'report3' asks for 4 CPUs"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=3"],
@@ -30,3 +44,18 @@ def test_bad_input_is_refused_before_any_change(variables: list[str], message: s
     assert run_dirs() == before, "a refused run must not create results/<run-id>/"
     changed = changed_counts(done.stdout)
     assert all(count == 0 for count in changed.values()), f"a refused run changed something: {changed}\n{tail(done.stdout)}"
+
+
+def test_wrk2_archive_with_another_sha256_is_refused_before_any_change() -> None:
+    if not Path(MIRROR).is_file():
+        pytest.skip(f"no wrk2 archive at {MIRROR} (CI's mirror): nothing to verify a sha256 against")
+    before = run_dirs()
+    done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2",
+                    f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path={MIRROR} -e loadgen_wrk2_archive_sha256={'1' * 64}",
+                    timeout=600)
+    assert done.returncode != 0, tail(done.stdout)
+    assert (f"the archive {MIRROR} on the controller has sha256 "
+            f"a125030d8bffe9774c79769849673fbdd074dd5eee62c2c3335016a202de8778, not loadgen_wrk2_archive_sha256 {'1' * 64}"
+            in " ".join(done.stdout.split())), tail(done.stdout)
+    assert run_dirs() == before, "a refused run must not create results/<run-id>/"
+    assert all(count == 0 for count in changed_counts(done.stdout).values()), tail(done.stdout)

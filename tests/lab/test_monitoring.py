@@ -1,6 +1,6 @@
 """Monitoring of the local lab, seen from the controller: every Prometheus target up with its
 tier and host labels, process-exporter's per-tier groups (each container sees only its own
-processes), the remote-write receiver, and Grafana installed or skipped with a clear warning."""
+processes), the remote-write receiver closed, and Grafana installed or skipped with a clear warning."""
 from __future__ import annotations
 
 import os
@@ -115,17 +115,18 @@ def test_process_groups_are_per_tier(lab: str) -> None:
 
 def test_scrape_interval_retention_and_remote_write_flags(lab: str) -> None:
     flags = requests.get(f"{PROMETHEUS}/api/v1/status/flags", timeout=5).json()["data"]
-    assert flags["web.enable-remote-write-receiver"] == "true"
+    assert flags["web.enable-remote-write-receiver"] == "false"
     assert flags["storage.tsdb.retention.time"] == "15d"
     config = requests.get(f"{PROMETHEUS}/api/v1/status/config", timeout=5).json()["data"]["yaml"]
     assert "scrape_interval: 5s" in config
 
 
-def test_remote_write_receiver_answers(lab: str) -> None:
-    """An empty body is a bad request (400) for the receiver; without it the route is 404."""
+def test_remote_write_receiver_is_closed(lab: str) -> None:
+    """Nothing of the lab pushes (vegeta is scraped): a write of a series the judge reads is refused.
+    With the receiver on, an empty body is a bad request (400); with it off the route is 404."""
     response = requests.post(f"{PROMETHEUS}/api/v1/write", data=b"", timeout=5,
                              headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"})
-    assert response.status_code == 400, (response.status_code, response.text)
+    assert response.status_code == 404, (response.status_code, response.text)
 
 
 def grafana_repo_reachable() -> bool:

@@ -43,4 +43,5 @@ end
 
 function done(summary, latency, requests)
    perflab.report({ "get_books", "post_books", "post_orders" })
+   perflab.write_percentiles(summary, latency)
 end

@@ -1,5 +1,6 @@
 -- Shared by the perflab wrk2 workloads (loaded with dofile from the script's directory):
--- per-thread ids, the deterministic per-request draw and the request counters.
+-- per-thread ids, the deterministic per-request draw, the request counters and the percentile
+-- table every script's done() writes.
 local perflab = {}
 
 -- Environment, as for the k6 scripts: KEY_PHASE (0..9) keeps warm-up and measured keys apart.
@@ -39,6 +40,47 @@ function perflab.report(operations)
       table.insert(parts, op .. "=" .. total)
    end
    io.write("perflab wrk2 requests by operation: " .. table.concat(parts, " ") .. "\n")
+end
+
+-- wrk2 prints ~30 percentiles; the table has enough to rebuild the histogram (to merge several
+-- loadgen hosts, to draw the spectrum): HdrHistogram's layout, `ticks` rows per half of the
+-- distance to 100%, down to one request's worth, then 100. Values are wrk2's corrected latency
+-- (from each request's intended send time), in microseconds. Written to $PERFLAB_PERCENTILES
+-- as JSON (format perflab-wrk2-percentiles/1, read by perflab/wrk2.py).
+function perflab.write_percentiles(summary, latency)
+   local path = os.getenv("PERFLAB_PERCENTILES")
+   if not path or path == "" then
+      return
+   end
+   local threads = tonumber(os.getenv("WRK_THREADS") or "1")
+   local connections = tonumber(os.getenv("WRK_CONNECTIONS") or "0")
+   local recorded = #latency
+   local rows = {}
+   if recorded > 0 then
+      local ticks, p, half = 10, 0.0, 50.0
+      while 100.0 - p > 100.0 / recorded do
+         for _ = 1, ticks do
+            table.insert(rows, string.format("[%.12g,%d]", p, latency:percentile(p)))
+            p = p + half / ticks
+         end
+         half = half / 2
+      end
+      table.insert(rows, string.format("[100,%d]", latency.max))
+   end
+   local e = summary.errors
+   local file = assert(io.open(path, "w"))
+   file:write(string.format(
+      '{"format":"perflab-wrk2-percentiles/1","runtime_us":%d,"requests":%d,"bytes":%d,"recorded":%d,' ..
+      '"calibration_ms":%d,"threads":%d,"connections":%d,' ..
+      '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},' ..
+      '"min_us":%d,"max_us":%d,"mean_us":%.3f,"stdev_us":%.3f,"percentiles":[%s]}\n',
+      summary.duration, summary.requests, summary.bytes, recorded,
+      10000 + 5 * math.floor(connections / threads), threads, connections,
+      e.connect, e.read, e.write, e.status, e.timeout,
+      recorded > 0 and latency.min or 0, recorded > 0 and latency.max or 0,
+      recorded > 0 and latency.mean or 0, recorded > 0 and latency.stdev or 0,
+      table.concat(rows, ",")))
+   file:close()
 end
 
 return perflab

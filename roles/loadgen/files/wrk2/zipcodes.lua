@@ -45,4 +45,5 @@ end
 
 function done(summary, latency, requests)
    perflab.report({ "read", "write" })
+   perflab.write_percentiles(summary, latency)
 end
