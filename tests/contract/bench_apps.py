@@ -1,16 +1,20 @@
 """App benchmark (issue 3, "Performance"): figures, not a timed test.
 
 Per app, on loopback against a private TLS MariaDB (harness.py), with the app pinned to one core
-and k6 pinned to another:
+and vegeta pinned to another:
 - start time to first request: from exec to the first 200 of GET /greeting/{name};
 - max RSS: VmHWM of the JVM after the load;
-- throughput per core on GET /greeting/{name} and on GET /zipcodes/{zip}: the highest rate k6's
-  constant-arrival-rate executor (open model, no coordinated omission) sustains: no error,
-  >= 95% of the target rate served, <= 1% of iterations dropped. Rates double until a step
-  fails, then one step bisects the last gap.
+- throughput per core on GET /greeting/{name} and on GET /zipcodes/{zip}: the highest constant
+  rate vegeta's attack (open model: each request leaves on its schedule, not after the previous
+  answer) sustains: no error, >= 95% of the target rate served, <= 1% of the scheduled requests
+  not sent. Rates double until a step fails, then one step bisects the last gap.
+The requests are the lab's (roles/loadgen/files/vegeta/perflab_targets.py): the greeting
+scenario's one request, and the zipcodes scenario's reads of the seeded zips (WRITE_RATIO=0).
 Prints a table and flags any app more than 2x behind the best on /greeting.
 
     python tests/contract/bench_apps.py [--step-seconds 10] quarkus spring-webflux spring-mvc
+
+vegeta: build/vegeta (`make vegeta` builds it), or the binary $PERFLAB_VEGETA names.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from harness import APPS, REPO_ROOT, AppProcess, MariaDB
 
 # Validity rules, thresholds in one place.
 SERVED_FRACTION_MIN = 0.95  # below this the app did not keep up with the offered rate
-DROPPED_FRACTION_MAX = 0.01  # k6 had no free VU for more than 1% of iterations: the app is saturated
+DROPPED_FRACTION_MAX = 0.01  # vegeta had no free worker for more than 1% of its schedule: the app is saturated
 LOADGEN_CPU_MAX = 0.80  # Hyperfoil's rule: a load generator busier than 80% of its core is suspect
 APP_CPU_BOUND_MIN = 0.80  # below this share of its core at the first failed rate, the app's CPU was not the limit
 BEHIND_BEST_MAX = 2.0  # issue 3: no app more than 2x behind the best on /greeting without a reason
@@ -41,37 +45,15 @@ MIN_RATE = 100
 MAX_RATE = 64_000
 WARMUP_SECONDS = 30  # JIT-compile the hot paths (C2 needs ~10,000 calls) before any measured step
 
-K6_SCRIPT = """
-import http from 'k6/http';
-
-const base = __ENV.BASE_URL;
-const endpoint = __ENV.ENDPOINT;
-
-export const options = {
-  discardResponseBodies: true,
-  summaryTrendStats: ['avg', 'p(50)', 'p(99)', 'max'],
-  scenarios: {
-    load: {
-      executor: 'constant-arrival-rate',
-      rate: Number(__ENV.RATE),
-      timeUnit: '1s',
-      duration: __ENV.DURATION,
-      preAllocatedVUs: Number(__ENV.VUS),
-      maxVUs: Number(__ENV.VUS),
-    },
-  },
-};
-
-export default function () {
-  if (endpoint === 'greeting') {
-    http.get(`${base}/greeting/k6`, { tags: { name: '/greeting/{name}' } });
-  } else {
-    // Seeded zip codes 10000..49999 (apps/db/seed.sql): every request finds its row.
-    const zip = 10000 + Math.floor(Math.random() * 40000);
-    http.get(`${base}/zipcodes/${zip}`, { tags: { name: '/zipcodes/{zip}' } });
-  }
+VEGETA = Path(os.environ.get("PERFLAB_VEGETA") or REPO_ROOT / "build" / "vegeta")
+TARGETS_SCRIPT = REPO_ROOT / "roles" / "loadgen" / "files" / "vegeta" / "perflab_targets.py"
+# Per endpoint: the targets script's arguments. vegeta cycles through the targets it read, which
+# is right for reads only: one thread's zipcodes reads visit each of the 40,000 seeded zips
+# (apps/db/seed.sql) once per 40,000 requests, so every request finds its row.
+ENDPOINT_TARGETS = {
+    "greeting": ["--script", "greeting", "--count", "1", "--env", "GREETING_NAME=vegeta"],
+    "zipcodes": ["--script", "zipcodes", "--count", "40000", "--threads", "1", "--env", "WRITE_RATIO=0"],
 }
-"""
 
 
 @dataclass
@@ -84,7 +66,7 @@ class Step:
     p99_ms: float
     app_cpu: float  # cores used by the app during the step
     app_cpu_seconds: float  # CPU time the app spent during the step
-    loadgen_cpu: float  # cores used by k6 during the step
+    loadgen_cpu: float  # cores used by vegeta during the step
 
     @property
     def requests_per_cpu_second(self) -> float:
@@ -123,55 +105,75 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_k6(script: Path, base_url: str, endpoint: str, rate: int, seconds: int, core: int,
-           app_pid: int, workdir: Path) -> Step:
-    summary = workdir / f"k6-{endpoint}-{rate}.json"
-    env = dict(os.environ, BASE_URL=base_url, ENDPOINT=endpoint, RATE=str(rate),
-               DURATION=f"{seconds}s", VUS=str(max(50, min(2000, rate // 10))))
-    command = ["taskset", "-c", str(core), "k6", "run", "--quiet", "--no-usage-report",
-               f"--summary-export={summary}", str(script)]
+def write_targets(base_url: str, workdir: Path) -> dict[str, Path]:
+    """Per endpoint, the vegeta targets file of the app at base_url (the port differs per app)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for endpoint, arguments in ENDPOINT_TARGETS.items():
+        files[endpoint] = workdir / f"targets-{endpoint}.jsonl"
+        made = subprocess.run([sys.executable, str(TARGETS_SCRIPT), "--base-url", base_url, *arguments,
+                               "--output", str(files[endpoint])], capture_output=True, text=True)
+        if made.returncode != 0:
+            raise RuntimeError(f"perflab_targets.py failed ({made.returncode}): {made.stderr.strip()}")
+    return files
+
+
+def run_vegeta(targets: Path, rate: int, seconds: int, core: int, app_pid: int, workdir: Path) -> Step:
+    results = workdir / f"vegeta-{targets.stem}-{rate}.bin"
+    # Workers all started up front and capped: a saturated app then shows as requests vegeta
+    # could not send on schedule (dropped) instead of an ever-growing crowd of workers.
+    workers = max(50, min(2000, rate // 10))
+    # -max-body=0: the figures need no response body, and vegeta still reads each one to its end.
+    command = ["taskset", "-c", str(core), str(VEGETA), "attack", "-format=json", f"-targets={targets}",
+               f"-rate={rate}/1s", f"-duration={seconds}s", f"-workers={workers}", f"-max-workers={workers}",
+               "-max-body=0", f"-output={results}"]
     app_before = cpu_seconds(app_pid)
     started = time.monotonic()
-    k6 = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    vegeta = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     loadgen_cpu = 0.0
-    while k6.poll() is None:
+    while vegeta.poll() is None:
         try:
-            loadgen_cpu = cpu_seconds(k6.pid)
+            loadgen_cpu = cpu_seconds(vegeta.pid)
         except (FileNotFoundError, ProcessLookupError):
             break
         time.sleep(0.5)
-    _, stderr = k6.communicate()
+    _, stderr = vegeta.communicate()
     elapsed = time.monotonic() - started
     app_cpu_seconds = cpu_seconds(app_pid) - app_before
-    if k6.returncode not in (0, 99) or not summary.exists():  # 99: a threshold failed; we set none
-        raise RuntimeError(f"k6 failed ({k6.returncode}): {stderr[-2000:]}")
-    metrics = json.loads(summary.read_text())["metrics"]
-    requests_made = int(metrics["http_reqs"]["count"])
-    failed_rate = metrics.get("http_req_failed", {}).get("value", 0.0)
+    if vegeta.returncode != 0 or not results.exists():
+        raise RuntimeError(f"vegeta attack failed ({vegeta.returncode}): {stderr[-2000:]}")
+    report = subprocess.run([str(VEGETA), "report", "-type=json", str(results)], capture_output=True, text=True)
+    results.unlink()  # ~170 bytes a request: a step at the top rate would leave 100 MB behind
+    if report.returncode != 0:
+        raise RuntimeError(f"vegeta report failed ({report.returncode}): {report.stderr[-2000:]}")
+    metrics = json.loads(report.stdout)
+    requests_made = int(metrics["requests"])
     return Step(
         rate=rate,
-        served_per_s=requests_made / seconds,
+        # Successful answers per second from the first request to the last answer: an app that
+        # falls behind ends the step with a backlog, which lengthens that time.
+        served_per_s=float(metrics["throughput"]),
         requests=requests_made,
-        failed=round(failed_rate * requests_made),
-        dropped=int(metrics.get("dropped_iterations", {}).get("count", 0)),
-        p99_ms=float(metrics["http_req_duration"].get("p(99)", 0.0)),
+        failed=requests_made - round(float(metrics["success"]) * requests_made),
+        dropped=max(0, rate * seconds - requests_made),
+        p99_ms=float(metrics["latencies"]["99th"]) / 1e6,
         app_cpu=app_cpu_seconds / elapsed,
         app_cpu_seconds=app_cpu_seconds,
         loadgen_cpu=loadgen_cpu / elapsed,
     )
 
 
-def find_max_rate(script: Path, process: AppProcess, endpoint: str, seconds: int, core: int,
+def find_max_rate(targets: Path, process: AppProcess, endpoint: str, seconds: int, core: int,
                   workdir: Path) -> list[Step]:
     """Double the rate while it is sustained (halve it while it is not), then bisect the last gap once."""
     steps: list[Step] = []
 
     def measure(rate: int) -> Step:
-        step = run_k6(script, process.base_url, endpoint, rate, seconds, core, process.running.pid, workdir)
+        step = run_vegeta(targets, rate, seconds, core, process.running.pid, workdir)
         steps.append(step)
         print(f"    {endpoint:9} rate {rate:6}/s: served {step.served_per_s:9.1f}/s failed {step.failed} "
               f"dropped {step.dropped} p99 {step.p99_ms:8.1f} ms app {step.app_cpu:4.2f} core "
-              f"k6 {step.loadgen_cpu:4.2f} core {'ok' if step.sustained else 'NOT SUSTAINED'}", flush=True)
+              f"vegeta {step.loadgen_cpu:4.2f} core {'ok' if step.sustained else 'NOT SUSTAINED'}", flush=True)
         return step
 
     good, bad = 0, 0
@@ -207,7 +209,7 @@ def wait_first_request(process: AppProcess, timeout_s: float = 120) -> float:
         time.sleep(0.005)
 
 
-def bench_app(spec: str, db: MariaDB, script: Path, workdir: Path, seconds: int,
+def bench_app(spec: str, db: MariaDB, workdir: Path, seconds: int,
               app_core: int, loadgen_core: int, java_opts: list[str]) -> AppFigures:
     app, _, variant = spec.partition("+")
     extra_env = {"virtual": {"PERFLAB_THREADS": "virtual"}, "worker": {"PERFLAB_GREETING_DISPATCH": "worker"}}.get(
@@ -221,11 +223,13 @@ def bench_app(spec: str, db: MariaDB, script: Path, workdir: Path, seconds: int,
         figures.start_to_first_request_s = wait_first_request(process)
         process.wait_ready()
         print(f"  {spec}: first request after {figures.start_to_first_request_s:.2f} s; warming up", flush=True)
+        targets = write_targets(process.base_url, workdir / spec)
         for endpoint in ("greeting", "zipcodes"):
-            run_k6(script, process.base_url, endpoint, FIRST_RATE // 2, WARMUP_SECONDS // 2, loadgen_core,
-                   process.running.pid, workdir)
+            run_vegeta(targets[endpoint], FIRST_RATE // 2, WARMUP_SECONDS // 2, loadgen_core, process.running.pid,
+                       workdir)
         for endpoint in ("greeting", "zipcodes"):
-            figures.steps[endpoint] = find_max_rate(script, process, endpoint, seconds, loadgen_core, workdir)
+            figures.steps[endpoint] = find_max_rate(targets[endpoint], process, endpoint, seconds, loadgen_core,
+                                                    workdir)
         figures.max_rss_mib = process.max_rss_kib() / 1024
     except (RuntimeError, KeyError, json.JSONDecodeError) as error:
         figures.error = str(error)[:500]
@@ -269,19 +273,19 @@ def report(all_figures: list[AppFigures]) -> None:
             if steps and steps[-1].sustained and steps[-1].rate >= MAX_RATE:
                 notes.append(f"/{endpoint}: sustained the top rate {MAX_RATE}/s, not the app's limit")
             if any(step.loadgen_cpu > LOADGEN_CPU_MAX for step in steps):
-                notes.append(f"/{endpoint}: k6 over {LOADGEN_CPU_MAX:.0%} of its core: figure may be the loadgen's")
+                notes.append(f"/{endpoint}: vegeta over {LOADGEN_CPU_MAX:.0%} of its core: figure may be the loadgen's")
             if best is None:
                 notes.append(f"/{endpoint}: no rate down to {MIN_RATE}/s sustained")
             failed = [step for step in steps if not step.sustained]
             if failed and not cpu_bound(figures, endpoint):
                 notes.append(f"/{endpoint}: not CPU-bound (at most {max(step.app_cpu for step in failed):.2f} core "
-                             "where it fell behind: other load on its core, the DB or k6 set the limit)")
+                             "where it fell behind: other load on its core, the DB or vegeta set the limit)")
             columns.append(f"{rate(figures, endpoint):9.0f} {best.requests_per_cpu_second if best else 0:9.0f} "
                            f"{best.p99_ms if best else 0:7.1f}")
         print(f"{figures.app:20} {figures.start_to_first_request_s:13.2f} {figures.max_rss_mib:8.1f} | "
               f"{columns[0]} | {columns[1]} | {'; '.join(notes)}")
     print(f"\nreq/s: the highest constant arrival rate served with no error, >= {SERVED_FRACTION_MIN:.0%} served "
-          f"and <= {DROPPED_FRACTION_MAX:.0%} dropped, the app pinned to one core. req/CPU-s: requests per "
+          f"and <= {DROPPED_FRACTION_MAX:.0%} not sent on schedule, the app pinned to one core. req/CPU-s: requests per "
           "CPU-second the app used at that rate (at low utilisation it includes the JVM's background work). "
           f"The {BEHIND_BEST_MAX:g}x rule compares the req/s of apps whose /greeting limit was CPU-bound "
           f"(>= {APP_CPU_BOUND_MIN:.0%} of the core where they fell behind).")
@@ -292,16 +296,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("apps", nargs="*", default=list(APPS), help="apps (app+virtual, app+worker for variants)")
     parser.add_argument("--step-seconds", type=int, default=10, help="length of each rate step (default 10)")
     parser.add_argument("--app-core", type=int, default=1, help="the core the app is pinned to (default 1)")
-    parser.add_argument("--loadgen-core", type=int, default=0, help="the core k6 is pinned to (default 0)")
+    parser.add_argument("--loadgen-core", type=int, default=0, help="the core vegeta is pinned to (default 0)")
     parser.add_argument("--work-dir", default=str(REPO_ROOT / "build" / "bench-apps"))
     # The same JVM options for every app (the deployment's business, not the app's): a fixed heap
     # cap makes max RSS comparable; without one each JVM sizes its heap from the machine's RAM.
     parser.add_argument("--java-opts", default="-Xmx256m", help="JVM options for every app (default -Xmx256m)")
     args = parser.parse_args(argv)
-    for tool in ("k6", "taskset"):
-        if not shutil.which(tool):
-            print(f"bench-apps: {tool} not found", file=sys.stderr)
-            return 2
+    if not os.access(VEGETA, os.X_OK):
+        print(f"bench-apps: no vegeta at {VEGETA}: `make vegeta` builds it (or set PERFLAB_VEGETA)", file=sys.stderr)
+        return 2
+    if not shutil.which("taskset"):
+        print("bench-apps: taskset not found (Debian: apt-get install util-linux)", file=sys.stderr)
+        return 2
     for spec in args.apps:
         if spec.partition("+")[0] not in APPS:
             print(f"bench-apps: unknown app {spec!r}; one of {', '.join(APPS)}", file=sys.stderr)
@@ -309,14 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.work_dir)
     root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=root))
-    script = workdir / "load.js"
-    script.write_text(K6_SCRIPT)
     db = MariaDB(workdir / "mariadb")
-    print(f"bench-apps: work dir {workdir}; apps on core {args.app_core}, k6 on core {args.loadgen_core}; "
+    print(f"bench-apps: work dir {workdir}; apps on core {args.app_core}, vegeta on core {args.loadgen_core}; "
           f"JVM options {args.java_opts!r}; load average {load_average()} on {os.cpu_count()} cores", flush=True)
     try:
         db.start()
-        all_figures = [bench_app(spec, db, script, workdir, args.step_seconds, args.app_core, args.loadgen_core,
+        all_figures = [bench_app(spec, db, workdir, args.step_seconds, args.app_core, args.loadgen_core,
                                  args.java_opts.split()) for spec in args.apps]
     finally:
         db.stop()

@@ -26,7 +26,7 @@ class Case:
     method: str
     path: str
     body: object = None  # a dict/list is sent as JSON, bytes/str as they are
-    headers: dict | None = None  # None: JSON for a body, else none (Accept: */* like k6 and wrk)
+    headers: dict | None = None  # None: JSON for a body, else none (as the load generators send them)
     status: int | None = 400  # None: any 4xx (the route may not even match)
     message: str | None = None  # one of the errors must equal this
 
