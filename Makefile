@@ -38,6 +38,7 @@ dashboards: $(VENV_STAMP) ## Generate the Grafana dashboards dashboards/*.json f
 
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
+	@scripts/apt-need.sh "the unit tests (the wrk2 Lua scripts run under luajit)" luajit
 	$(BIN)/mypy --strict perflab tests/unit
 	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/deploy
 
@@ -76,7 +77,7 @@ test-apps: $(VENV_STAMP) apps-prereqs apps ## Build the apps, run the contract s
 	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS) $(CONTRACT_VARIANTS))
 
 .PHONY: bench-apps
-bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS pinned to one core with vegeta: start time, max RSS, req/s on /greeting and /zipcodes
+bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS pinned to one core with vegeta (the lab's request sequence, build/vegeta): start time, max RSS, req/s on /greeting and /zipcodes
 	$(BIN)/python tests/contract/bench_apps.py $(APPS)
 
 # The lab. INVENTORY selects it (default: the local containers); ANSIBLE_ARGS passes options

@@ -79,7 +79,7 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
         # Every GET has its own URL, which vegeta's exporter would turn into a series each: off.
         assert not [a for a in measure["argv"] if a.startswith("-prometheus-addr")] and not run["exporter"]
         targets = measure["targets_argv"]
-        assert targets[targets.index("--count") + 1] == str(123 * 120)
+        assert targets[targets.index("--count") + 1] == str(123 * 121)
         assert targets[targets.index("--base-url") + 1] == "http://app.example:8080"
 
 

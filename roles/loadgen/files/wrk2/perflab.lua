@@ -3,7 +3,7 @@
 -- table every script's done() writes.
 local perflab = {}
 
--- Environment, as for the k6 scripts: KEY_PHASE (0..9) keeps warm-up and measured keys apart.
+-- Environment, as for vegeta's targets: KEY_PHASE (0..9) keeps warm-up and measured keys apart.
 perflab.key_phase = tonumber(os.getenv("KEY_PHASE") or "0")
 
 local threads = {}
