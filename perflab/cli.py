@@ -1,10 +1,17 @@
 """perflab: parse load-generator output and judge runs.
 
 Commands:
-  perflab parse-wrk2 FILE --target-rate R [--context CONTEXT.json] [--json]
-  perflab parse-k6 FILE --target-rate R [--context CONTEXT.json] [--json]
-      wrk2 --latency output / k6 summary JSON -> a run result; CONTEXT.json (a RunContext:
-      start and end, scenario, app and JVM settings, hosts, versions) is merged into it
+  perflab parse-wrk2 FILE --target-rate R [--percentiles TABLE.json] [--context CONTEXT.json] [--json]
+      wrk2 --latency output -> a run result; with the run's percentile table (written by the
+      bench's wrk2 done() hook) the corrected spectrum is the table's and the achieved rate is
+      the one over the window wrk2 recorded (after its calibration)
+  perflab parse-vegeta FILE [FILE ...] --target-rate R [--host-rates r1,r2,...] [--duration-s D]
+                       [--context CONTEXT.json] [--json]
+      vegeta results (`vegeta encode -to json`, plain or gzip), one file per loadgen host, each
+      host at its share of R (--host-rates; default: R split equally), asked to run D seconds
+      (vegeta's -duration; default: (max seq + 1) / rate) -> one run result
+      For both: CONTEXT.json (a RunContext: start and end, scenario, app and JVM settings,
+      hosts, versions) is merged into the result. k6 was retired (AGPL): parse-k6 says so, exit 2.
   perflab audit RESULT.json [--observations OBS.json] [--json]
   perflab thresholds                                 every audit threshold with its reason
   perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
@@ -12,7 +19,8 @@ Commands:
 Exit codes:
   0  parsed; or the audit verdict is VALID
   1  the audit verdict is INVALID
-  2  usage error (unknown option, a target rate that is not a positive number)
+  2  usage error (unknown option, a target rate that is not a positive number, --host-rates that
+     do not add up to it, the retired parse-k6)
   3  the audit verdict is WARN
   4  bad input: a file that is missing or unreadable, output that cannot be parsed, a results
      file that does not match the schema. One line on stderr says which and why.
@@ -30,7 +38,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, k6, report, sweep, watch, wrk2
+from perflab import audit, report, sweep, vegeta, watch, wrk2
 from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunContext, RunResult, SchemaError
 
 EXIT_OK = 0
@@ -42,13 +50,22 @@ EXIT_BAD_INPUT = 4
 _EXIT_BY_STATUS = {audit.Status.VALID: EXIT_OK, audit.Status.WARN: EXIT_WARN, audit.Status.INVALID: EXIT_INVALID}
 
 
+# k6 is AGPL-licensed and was retired for that; a caller still asking for it learns what replaces it.
+K6_RETIRED = ("perflab: k6 is no longer supported (AGPL, retired): "
+              "use wrk2 (perflab parse-wrk2) or vegeta (perflab parse-vegeta)")
+
+
 class InputError(Exception):
     """Input the command cannot use; the message is printed as one line."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["parse-k6"]:
+        print(K6_RETIRED, file=sys.stderr)
+        return EXIT_USAGE
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     command: Callable[[argparse.Namespace], int] = args.command
     try:
         return command(args)
@@ -65,22 +82,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    for name, tool in (("parse-wrk2", "wrk2 --latency output (text)"), ("parse-k6", "k6 summary JSON")):
-        sub = commands.add_parser(name, help=f"parse {tool} into a run result")
-        sub.add_argument("file", type=Path, help=tool)
-        sub.add_argument(
-            "--target-rate", type=_positive_rate, required=True, metavar="R",
-            help="requests per second the run asked for (the tool does not print it)",
-        )
-        sub.add_argument(
-            "--context", type=Path, metavar="CONTEXT.json",
-            help="what the run knows about itself (times, scenario, app, hosts, versions), merged in",
-        )
-        sub.add_argument("--json", action="store_true", help="print the result as JSON")
-        sub.set_defaults(command=_parse_wrk2 if name == "parse-wrk2" else _parse_k6)
+    sub = commands.add_parser("parse-wrk2", help="parse wrk2 --latency output (text) into a run result")
+    sub.add_argument("file", type=Path, help="wrk2 --latency output (text)")
+    sub.add_argument(
+        "--percentiles", type=Path, metavar="TABLE.json",
+        help="the run's percentile table (wrk2-<phase>-percentiles.json, from the bench's done() hook): "
+             "its spectrum, and the achieved rate over the window wrk2 recorded",
+    )
+    _add_common_parse_options(sub)
+    sub.set_defaults(command=_parse_wrk2)
+
+    sub = commands.add_parser("parse-vegeta", help="parse vegeta results (JSON lines, plain or gzip) into a run result")
+    sub.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                     help="`vegeta encode -to json` output, plain or gzip: one file per loadgen host")
+    sub.add_argument(
+        "--host-rates", type=_rates, metavar="r1,r2,...",
+        help="each file's share of R, in the files' order, adding up to R (default: R split equally)",
+    )
+    sub.add_argument(
+        "--duration-s", type=_positive_seconds, metavar="D",
+        help="seconds the attacks were asked to run (vegeta's -duration); default (max seq + 1) / rate, "
+             "which cannot show a vegeta that fell behind its schedule",
+    )
+    _add_common_parse_options(sub)
+    sub.set_defaults(command=_parse_vegeta, usage_error=sub.error)
 
     sub = commands.add_parser("audit", help="judge a run result: VALID, WARN or INVALID, with the reasons")
-    sub.add_argument("result", type=Path, help="a result JSON (perflab parse-wrk2/parse-k6 --json)")
+    sub.add_argument("result", type=Path, help="a result JSON (perflab parse-wrk2/parse-vegeta --json)")
     sub.add_argument("--observations", type=Path, metavar="OBS.json", help="what monitoring saw in the run window")
     sub.add_argument("--json", action="store_true", help="print the verdict as JSON")
     sub.set_defaults(command=_audit)
@@ -93,44 +121,98 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_rate(text: str) -> float:
+def _add_common_parse_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--target-rate", type=_positive_rate, required=True, metavar="R",
+        help="requests per second the run asked for (the tool does not print it)",
+    )
+    sub.add_argument(
+        "--context", type=Path, metavar="CONTEXT.json",
+        help="what the run knows about itself (times, scenario, app, hosts, versions), merged in",
+    )
+    sub.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _positive_number(text: str, unit: str) -> float:
     try:
-        rate = float(text)
+        number = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(rate) and rate > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of requests per second, not {text}")
-    return rate
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of {unit}, not {text}")
+    return number
+
+
+def _positive_rate(text: str) -> float:
+    return _positive_number(text, "requests per second")
+
+
+def _positive_seconds(text: str) -> float:
+    return _positive_number(text, "seconds")
+
+
+def _rates(text: str) -> list[float]:
+    return [_positive_rate(part.strip()) for part in text.split(",")]
 
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return _read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not text (binary or not UTF-8)") from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not text (binary or not UTF-8)") from None
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from None
 
 
 def _parse_wrk2(args: argparse.Namespace) -> int:
     try:
-        result = wrk2.to_run_result(wrk2.parse(_read(args.file)), target_rate=args.target_rate)
+        output = wrk2.parse(_read(args.file))
     except ParseError as exc:
         raise InputError(f"{args.file}: not complete wrk2 --latency output: {exc}") from None
-    _print_result(args.file, _with_context(result, args.context), args.json)
+    table = None
+    if args.percentiles is not None:
+        try:
+            table = wrk2.parse_percentiles(_read(args.percentiles))
+            result = wrk2.to_run_result(output, target_rate=args.target_rate, table=table)
+        except ParseError as exc:
+            raise InputError(f"{args.percentiles}: not a usable wrk2 percentile table: {exc}") from None
+    else:
+        result = wrk2.to_run_result(output, target_rate=args.target_rate)
+    notes = []
+    if table is not None:
+        notes.append(f"achieved over the {table.recorded_window_s:g} s recorded after calibration "
+                     f"(the text's Requests/sec, over the whole invocation: {output.requests_per_sec:g})")
+    _print_result(args.file.name, _with_context(result, args.context), args.json, notes)
     return EXIT_OK
 
 
-def _parse_k6(args: argparse.Namespace) -> int:
+def _parse_vegeta(args: argparse.Namespace) -> int:
+    files: list[Path] = args.files
+    rates: list[float] = args.host_rates or [args.target_rate / len(files)] * len(files)
+    if len(rates) != len(files):
+        args.usage_error(f"--host-rates gives {len(rates)} rates for {len(files)} files: give one per file")
+    if not math.isclose(sum(rates), args.target_rate, rel_tol=1e-9):
+        args.usage_error(f"--host-rates add up to {sum(rates):g}, not the target rate {args.target_rate:g}")
+    attacks = []
+    for path in files:
+        try:
+            attacks.append(vegeta.parse(_read_bytes(path)))
+        except ParseError as exc:
+            raise InputError(f"{path}: not usable vegeta results: {exc}") from None
     try:
-        result = k6.to_run_result(k6.parse(_read(args.file)), target_rate=args.target_rate)
+        result = vegeta.to_run_result(attacks, rates, args.duration_s, args.target_rate, names=list(map(str, files)))
     except ParseError as exc:
-        raise InputError(f"{args.file}: not a usable k6 summary: {exc}") from None
-    _print_result(args.file, _with_context(result, args.context), args.json)
+        raise InputError(str(exc)) from None
+    _print_result(" + ".join(path.name for path in files), _with_context(result, args.context), args.json)
     return EXIT_OK
 
 
@@ -142,17 +224,17 @@ def _with_context(result: RunResult, context_file: Path | None) -> RunResult:
         return result.with_context(context)
     except (SchemaError, ValueError) as exc:
         raise InputError(f"{context_file}: not a perflab run context: {exc}") from None
-    return EXIT_OK
 
 
-def _print_result(path: Path, result: RunResult, as_json: bool) -> None:
+def _print_result(name: str, result: RunResult, as_json: bool, notes: Sequence[str] = ()) -> None:
     if as_json:
         sys.stdout.write(result.to_json())
         return
     lines = [
-        f"{path.name}: {result.tool}, {result.requests} requests in {result.duration_s:g} s",
+        f"{name}: {result.tool}, {result.requests} requests in {result.duration_s:g} s",
         f"rate: {result.achieved_rate:g} req/s achieved of {result.target_rate:g} asked "
         f"({result.achieved_rate / result.target_rate:.1%})",
+        *notes,
         _latency_line("latency (corrected, ms)", result.latency_corrected),
     ]
     if result.latency_uncorrected is not None:

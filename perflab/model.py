@@ -18,6 +18,7 @@ import json
 import math
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
@@ -50,12 +51,70 @@ class SpectrumPoint:
     total_count: int
 
 
+# wrk2 prints its spectrum with 5 ticks per half distance (hdr_percentiles_print(..., 5, ...)):
+# spectra computed here use the same, so that every tool's curve has the same points.
+TICKS_PER_HALF_DISTANCE = 5
+
+
+def value_at_percentile(sorted_values: Sequence[float], percentile: float) -> float:
+    """The value at `percentile` percent of `sorted_values` (increasing), ranked as HdrHistogram
+    ranks it (hdr_value_at_percentile: rank round(p/100 x n), at least 1), so that percentiles
+    computed from raw requests read like the ones wrk2 prints."""
+    if not sorted_values:
+        raise ValueError("no values")
+    if not 0.0 <= percentile <= 100.0:
+        raise ValueError(f"percentile {percentile} is outside 0..100")
+    rank = max(1, int(percentile / 100.0 * len(sorted_values) + 0.5))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def hdr_spectrum(
+    counts: Sequence[tuple[float, float]], ticks_per_half_distance: int = TICKS_PER_HALF_DISTANCE
+) -> tuple[SpectrumPoint, ...]:
+    """HdrHistogram's percentile spectrum (the rows hdr_percentiles_print writes) of distinct
+    values in increasing order, each with its count.
+
+    Counts may be fractional (a distribution rebuilt from percentile tables); a row's total_count
+    is then rounded. As HdrHistogram's percentile iterator does, every tick the cumulative count
+    reaches at a value is a row at that value, the step halves each time the distance to 100%
+    does, the last value gets one row at its first tick, and a row at 100% ends the spectrum.
+    """
+    total = sum(count for _, count in counts)
+    if not counts or total <= 0:
+        raise ValueError("no values")
+    if any(b[0] < a[0] for a, b in zip(counts, counts[1:])):
+        raise ValueError("values must be in increasing order")
+    points: list[SpectrumPoint] = []
+    target = 0.0
+    cumulative = 0.0
+    for value, count in counts:
+        if count <= 0:
+            continue
+        cumulative += count
+        # Ticks and fractional counts are sums of floats: a tick within their noise is reached.
+        last = cumulative >= total * (1.0 - 1e-9)
+        reached = 100.0 if last else 100.0 * cumulative / total * (1.0 + 1e-9)
+        while target <= reached:
+            points.append(SpectrumPoint(value, target / 100.0, round(cumulative)))
+            if last:
+                break
+            # HdrHistogram's own arithmetic (hdr_histogram.c, _percentile_iter_next).
+            half_distance = 2 ** (int(math.log(100.0 / (100.0 - target)) / math.log(2)) + 1)
+            target += 100.0 / (ticks_per_half_distance * half_distance)
+        if last:
+            break
+    points.append(SpectrumPoint(points[-1].value_ms, 1.0, round(total)))
+    return tuple(points)
+
+
 @dataclass(frozen=True)
 class LatencyDistribution:
     """Latency of the measured requests, in milliseconds.
 
     percentiles_ms maps percentile_key(p) to the latency at p percent. spectrum is the full
-    HdrHistogram spectrum where the tool prints one (wrk2), empty otherwise (k6).
+    HdrHistogram spectrum: the one wrk2 prints (or its finer percentile table), or one computed
+    from every request (vegeta); it is empty in results of k6, retired for its licence (AGPL),
+    which printed only summary percentiles.
     total_count is how many requests the distribution holds; for wrk2 that is fewer than the
     requests made, because wrk2 records nothing during its calibration period.
     """
@@ -82,8 +141,9 @@ class ErrorCounts:
     read: int = 0
     write: int = 0
     timeout: int = 0
-    failed_requests: int = 0  # k6 http_req_failed: status >= 400 or no response at all
-    failed_checks: int = 0  # k6 checks that did not pass (a wrong answer, even with 2xx)
+    failed_requests: int = 0  # no answer for any other reason (vegeta: an error of no kind above)
+    # Checks of the retired k6 (AGPL) that did not pass: kept so that results stored then still load.
+    failed_checks: int = 0
 
     def by_kind(self) -> dict[str, int]:
         """The kinds that occurred, with their counts."""
@@ -174,18 +234,19 @@ def _check_window(started_at: str | None, ended_at: str | None) -> None:
 
 @dataclass(frozen=True)
 class RunResult:
-    tool: str  # "wrk2" or "k6"
+    tool: str  # "wrk2" or "vegeta" ("k6" in results stored before k6 was retired)
     target_rate: float  # requests per second asked
-    achieved_rate: float  # requests per second completed, as the tool reports it
+    achieved_rate: float  # requests per second completed (wrk2, vegeta: see their modules)
     requests: int
     duration_s: float
     latency_corrected: LatencyDistribution  # measured from each request's intended send time
     errors: ErrorCounts
-    latency_uncorrected: LatencyDistribution | None = None  # wrk2 -U only
+    latency_uncorrected: LatencyDistribution | None = None  # wrk2 -U; vegeta always
     threads: int | None = None
     connections: int | None = None
     bytes_read: int | None = None
-    dropped_iterations: int | None = None  # k6: iterations the executor could not start
+    # Iterations the retired k6 could not start: kept so that results stored then still load.
+    dropped_iterations: int | None = None
     started_at: str | None = None  # ISO 8601, UTC
     ended_at: str | None = None
     scenario: ScenarioRun | None = None

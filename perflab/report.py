@@ -4,7 +4,7 @@ Reads every run directory (result.json, audit.json, status.json, observations.js
 utilization.json, the raw tool output) and every sweep directory (sweep.json) under the results
 directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/report.html:
 - per app, the latency percentile spectrum on HdrHistogram's 1/(1-p) axis (corrected; the
-  uncorrected one dashed beside it where wrk2 -U recorded it);
+  uncorrected one dashed beside it where the tool recorded it: wrk2 -U, vegeta);
 - per scenario, throughput against p99 latency from sweeps;
 - per run, each tier's CPU and memory over the measured phase, the verdict with every rule and
   the limiting tier (attribution.json);
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perflab import k6, wrk2
+from perflab import vegeta, wrk2
 from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError
 from perflab.report_charts import PALETTE, Axis, Chart, Series, render
 
@@ -317,27 +317,49 @@ def _load_run(path: Path) -> Run:
 
 
 def _check_raw_output(path: Path, result: RunResult) -> str | None:
-    """A problem sentence when the tool's raw output beside result.json is missing or corrupt."""
+    """A problem sentence when the tool's raw output beside result.json is missing or corrupt.
+
+    wrk2: its text, and the percentile table beside it where the bench wrote one
+    (wrk2-<phase>.txt, wrk2-<phase>-percentiles.json); vegeta: its results (JSON lines, gzip).
+    """
+    if result.tool == "k6":
+        return "a k6 run: k6 was retired (AGPL) and its output is no longer read; left out"
+    if result.tool not in ("wrk2", "vegeta"):
+        return f"result.json names an unknown tool {result.tool!r}; left out"
     name = result.raw_output
     if not name:
         return "result.json names no raw output; left out"
     raw = path / name
     try:
-        text = raw.read_text(encoding="utf-8")
+        data = raw.read_bytes()
     except FileNotFoundError:
         return f"raw output {name} is missing; left out"
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         return f"raw output {name} cannot be read ({exc}); left out"
     try:
-        if result.tool == "wrk2":
-            wrk2.parse(text)
-        elif result.tool == "k6":
-            k6.parse(text)
-        else:
-            return f"result.json names an unknown tool {result.tool!r}; left out"
+        if result.tool == "vegeta":
+            vegeta.parse(data)
+            return None
+        output = wrk2.parse(_text(data, name))
     except ParseError as exc:
         return f"raw output {name} is corrupt ({_shorten(str(exc), 120)}); left out"
+    table = raw.with_name(f"{raw.stem}-percentiles.json")
+    if not table.is_file():
+        return None
+    try:
+        wrk2.to_run_result(output, result.target_rate, wrk2.parse_percentiles(_text(table.read_bytes(), table.name)))
+    except ParseError as exc:
+        return f"percentile table {table.name} is corrupt ({_shorten(str(exc), 120)}); left out"
+    except OSError as exc:
+        return f"percentile table {table.name} cannot be read ({exc}); left out"
     return None
+
+
+def _text(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ParseError(f"{name} is not text (binary or not UTF-8)") from None
 
 
 def _load_verdict(path: Path) -> VerdictDoc:
@@ -474,8 +496,8 @@ def _latency_section(runs: Sequence[Run]) -> str:
             if result.latency_uncorrected is not None:
                 series.append(Series(f"{label} — uncorrected", _spectrum_points(result.latency_uncorrected),
                                      color, dashed=True))
-        notes = ["Dashed: uncorrected latency (wrk2 -U), measured from the actual send; solid lines are "
-                 "measured from each request's intended send time. k6 gives only its summary percentiles."]
+        notes = ["Dashed: uncorrected latency (wrk2 -U; vegeta always), measured from the actual send; solid "
+                 "lines are measured from each request's intended send time."]
         if left_out:
             notes.append(f"{len(left_out)} older configurations not drawn: "
                          + ", ".join(r.run_id for r in left_out))

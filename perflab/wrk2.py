@@ -15,14 +15,35 @@ Traps the fixtures (../shared/fixtures/wrk2) hold, and how the parser meets them
   responses: N" (wrk counts statuses >= 400 there).
 
 The target rate is not in wrk2's output; to_run_result takes it from the caller.
+
+The percentile table. The bench's wrk2 script writes, from wrk2's done() hook, a JSON file
+beside the text (`wrk2-<phase>-percentiles.json`, format PERCENTILES_FORMAT): the corrected
+histogram as ~200 (percent, microseconds) rows, and what the text leaves out: how many requests
+the histogram holds ("recorded") and the calibration period. With it:
+- the corrected spectrum is the table's, finer than the text's 5 ticks per half distance;
+- the achieved rate is the recorded requests over the RECORDED window, runtime - calibration:
+  the text's Requests/sec divides every request by the whole invocation, calibration included,
+  during which wrk2 runs its schedule but records nothing;
+- several loadgen hosts' tables merge into one distribution (merge_tables).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from perflab.model import ErrorCounts, LatencyDistribution, RunResult, SpectrumPoint, percentile_key
+from perflab.model import (
+    ErrorCounts,
+    LatencyDistribution,
+    RunResult,
+    SpectrumPoint,
+    hdr_spectrum,
+    percentile_key,
+)
 from perflab.model import ParseError as ParseError  # re-exported: callers catch wrk2.ParseError
 
 
@@ -188,15 +209,29 @@ def parse(text: str) -> Wrk2Output:
     )
 
 
-def to_run_result(output: Wrk2Output, target_rate: float) -> RunResult:
-    """The tool-independent result; the run adds its context (times, scenario, app, hosts)."""
+def to_run_result(output: Wrk2Output, target_rate: float, table: PercentileTable | None = None) -> RunResult:
+    """The tool-independent result; the run adds its context (times, scenario, app, hosts).
+
+    With the run's percentile table, the corrected spectrum is the table's and the achieved rate
+    is the one over the recorded window (the module's docstring says why).
+    """
+    latency = output.recorded
+    achieved_rate = output.requests_per_sec
+    if table is not None:
+        if (table.requests, table.recorded) != (output.requests, output.recorded.total_count):
+            raise ParseError(
+                f"the percentile table is not from this run: it counts {table.requests} requests and "
+                f"{table.recorded} recorded, the text {output.requests} and {output.recorded.total_count}"
+            )
+        latency = replace(latency, spectrum=table_spectrum(table))
+        achieved_rate = table.recorded_rate
     return RunResult(
         tool="wrk2",
         target_rate=target_rate,
-        achieved_rate=output.requests_per_sec,
+        achieved_rate=achieved_rate,
         requests=output.requests,
         duration_s=output.duration_s,
-        latency_corrected=output.recorded,
+        latency_corrected=latency,
         latency_uncorrected=output.uncorrected,
         errors=ErrorCounts(
             http_status=output.non_2xx_3xx,
@@ -303,3 +338,209 @@ def _find_one(lines: list[str], pattern: re.Pattern[str], what: str) -> re.Match
     if match is None:
         raise ParseError(f"missing {what}")
     return match
+
+
+PERCENTILES_FORMAT = "perflab-wrk2-percentiles/1"
+# wrk2's own summary percentiles, as its text prints them: merged tables give the same keys.
+SUMMARY_PERCENTILES = (50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0)
+_TABLE_ERRORS = ("connect", "read", "write", "status", "timeout")  # TableErrors' fields, in order
+# wrk2's histograms keep 3 significant digits: the values HdrHistogram reports for one bucket
+# (its lowest, e.g. latency.max, or its highest, latency:percentile(p)) differ by at most 1/1024.
+HDR_RESOLUTION = 1.0 / 1024.0
+
+
+@dataclass(frozen=True)
+class TableErrors:
+    connect: int
+    read: int
+    write: int
+    status: int  # responses with status >= 400
+    timeout: int
+
+
+@dataclass(frozen=True)
+class PercentileTable:
+    """What the bench's wrk2 done() hook writes (PERCENTILES_FORMAT); times in microseconds."""
+
+    runtime_us: int  # the whole invocation, calibration included
+    requests: int  # every completed request, calibration included
+    bytes: int
+    recorded: int  # requests in the corrected histogram: those after the calibration period
+    calibration_ms: int  # 10000 + 5 x connections per thread (wrk.c, CALIBRATE_DELAY_MS)
+    threads: int
+    connections: int
+    errors: TableErrors
+    min_us: float
+    max_us: float
+    mean_us: float
+    stdev_us: float
+    rows: tuple[tuple[float, float], ...]  # (percent 0..100, latency in us), percent increasing
+
+    @property
+    def recorded_window_s(self) -> float:
+        return self.runtime_us / 1e6 - self.calibration_ms / 1000.0
+
+    @property
+    def recorded_rate(self) -> float:
+        """Requests per second over the window wrk2 recorded."""
+        return self.recorded / self.recorded_window_s
+
+
+def parse_percentiles(text: str) -> PercentileTable:
+    """Parse and check one percentile table."""
+    if not text.strip():
+        raise ParseError("the percentile table is empty")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"the percentile table is not JSON (truncated?): {exc}") from None
+    if not isinstance(document, dict):
+        raise ParseError(f"not a wrk2 percentile table: a JSON {type(document).__name__}, not an object")
+    if document.get("format") != PERCENTILES_FORMAT:
+        raise ParseError(f"not a wrk2 percentile table: format is {document.get('format')!r}, not {PERCENTILES_FORMAT!r}")
+    errors = document.get("errors")
+    if not isinstance(errors, dict):
+        raise ParseError("the percentile table has no 'errors' object")
+    recorded = _table_count(document, "recorded")
+    if recorded == 0:
+        raise ParseError("the table records no request: wrk2 recorded nothing after its calibration")
+    rows = _table_rows(document.get("percentiles"))
+    table = PercentileTable(
+        runtime_us=_table_count(document, "runtime_us"),
+        requests=_table_count(document, "requests"),
+        bytes=_table_count(document, "bytes"),
+        recorded=recorded,
+        calibration_ms=_table_count(document, "calibration_ms"),
+        threads=_table_count(document, "threads"),
+        connections=_table_count(document, "connections"),
+        errors=TableErrors(*(_table_count(errors, name, "errors.") for name in _TABLE_ERRORS)),
+        min_us=_table_number(document, "min_us"),
+        max_us=_table_number(document, "max_us"),
+        mean_us=_table_number(document, "mean_us"),
+        stdev_us=_table_number(document, "stdev_us"),
+        rows=rows,
+    )
+    if table.recorded > table.requests:
+        raise ParseError(f"the table records {table.recorded} of {table.requests} requests")
+    if table.threads == 0 or table.connections < table.threads:
+        raise ParseError(f"{table.connections} connections on {table.threads} threads")
+    if table.recorded_window_s <= 0:
+        # Before its calibration ends wrk2 never resets its histogram, which then holds the
+        # calibration's requests: not the recorded window this table promises.
+        raise ParseError(
+            f"the invocation ran {table.runtime_us / 1e6:g} s, within wrk2's {table.calibration_ms / 1000:g} s "
+            "calibration period: nothing was recorded after it"
+        )
+    if not (table.min_us <= table.mean_us <= table.max_us and table.min_us <= rows[0][1]
+            and table.max_us <= rows[-1][1]):
+        raise ParseError("min_us, mean_us and max_us disagree with each other or with the percentiles")
+    return table
+
+
+def _table_count(document: dict[str, Any], name: str, prefix: str = "") -> int:
+    value = document.get(name)
+    if type(value) is not int or value < 0:
+        raise ParseError(f"the percentile table's {prefix}{name} should be a whole number >= 0, found {value!r}")
+    return value
+
+
+def _table_number(document: dict[str, Any], name: str) -> float:
+    value = document.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ParseError(f"the percentile table's {name} should be a finite number >= 0, found {value!r}")
+    return float(value)
+
+
+def _table_rows(raw: object) -> tuple[tuple[float, float], ...]:
+    if not isinstance(raw, list) or len(raw) < 2:
+        raise ParseError("the percentile table's 'percentiles' should be a list of [percent, us] rows")
+    rows: list[tuple[float, float]] = []
+    for index, row in enumerate(raw):
+        if (not isinstance(row, list) or len(row) != 2
+                or not all(not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) for x in row)):
+            raise ParseError(f"percentiles[{index}] should be [percent, us] with finite numbers, found {row!r}")
+        percent, value = float(row[0]), float(row[1])
+        if rows and value < rows[-1][1] and value >= rows[-1][1] * (1.0 - HDR_RESOLUTION):
+            value = rows[-1][1]  # the same bucket, read at its lowest value (e.g. latency.max): no decrease
+        if rows and (percent <= rows[-1][0] or value < rows[-1][1]):
+            raise ParseError(
+                f"percentiles[{index}] {row!r} after {list(rows[-1])!r}: "
+                "percents must increase and values never decrease"
+            )
+        rows.append((percent, value))
+    if rows[0][0] != 0.0 or rows[-1][0] != 100.0 or rows[0][1] < 0:
+        raise ParseError("the percentile table's rows should run from 0% to 100%")
+    return tuple(rows)
+
+
+def _rank(percent: float, total: int) -> int:
+    """How many requests at least are at or below the value HdrHistogram gives for `percent`."""
+    return min(total, max(1, int(percent / 100.0 * total + 0.5)))
+
+
+def table_spectrum(table: PercentileTable) -> tuple[SpectrumPoint, ...]:
+    """The table's rows as the corrected spectrum (ms; counts as HdrHistogram ranks them)."""
+    return tuple(
+        SpectrumPoint(round(value / 1000.0, 6), percent / 100.0, _rank(percent, table.recorded))
+        for percent, value in table.rows
+    )
+
+
+def _atoms(table: PercentileTable) -> list[tuple[float, float]]:
+    """The histogram rebuilt from the rows: the requests between two rows' percents, at the upper
+    row's value (the value HdrHistogram gives for a percent bounds every request below it)."""
+    return [
+        (value, table.recorded * (percent - previous) / 100.0)
+        for (previous, _), (percent, value) in zip(table.rows, table.rows[1:])
+    ]
+
+
+def merge_tables(tables: Sequence[PercentileTable]) -> LatencyDistribution:
+    """One corrected distribution from several loadgen hosts' tables, weighted by what each recorded.
+
+    Each table's histogram is rebuilt from its rows, the histograms are added and the percentiles
+    read again: exact at every percent a table has a row for, and otherwise within the tables'
+    resolution (the next row's value). Mean, standard deviation, min and max are exact.
+    """
+    if not tables:
+        raise ValueError("no percentile table to merge")
+    by_value: dict[float, float] = {}
+    for table in tables:
+        for value, count in _atoms(table):
+            by_value[value] = by_value.get(value, 0.0) + count
+    atoms = sorted(by_value.items())
+    total = sum(t.recorded for t in tables)
+    mean = sum(t.recorded * t.mean_us for t in tables) / total
+    second_moment = sum(t.recorded * (t.stdev_us**2 + t.mean_us**2) for t in tables) / total
+    min_us = min(t.min_us for t in tables)
+    max_us = max(t.max_us for t in tables)
+    percentiles = {percentile_key(p): _ms(_value_at(atoms, total, p, min_us)) for p in SUMMARY_PERCENTILES}
+    spectrum = hdr_spectrum([(_ms(value), count) for value, count in atoms])
+    # The rebuilt histogram has no count at the minimum (the 0% rows carry none): its row is exact.
+    spectrum = (SpectrumPoint(_ms(min_us), 0.0, 1), *spectrum[1:])
+    return LatencyDistribution(
+        percentiles_ms=percentiles,
+        mean_ms=_ms(mean),
+        max_ms=_ms(max_us),
+        stdev_ms=_ms(math.sqrt(max(0.0, second_moment - mean**2))),
+        min_ms=_ms(min_us),
+        total_count=total,
+        spectrum=spectrum,
+    )
+
+
+def _value_at(atoms: Sequence[tuple[float, float]], total: int, percent: float, min_us: float) -> float:
+    """The smallest value whose cumulative count reaches `percent` of `total`."""
+    if percent == 0.0:
+        return min_us
+    wanted = percent / 100.0 * total * (1.0 - 1e-9)  # summing fractional counts leaves float noise
+    cumulative = 0.0
+    for value, count in atoms:
+        cumulative += count
+        if cumulative >= wanted:
+            return value
+    return atoms[-1][0]
+
+
+def _ms(us: float) -> float:
+    return round(us / 1000.0, 6)

@@ -1,12 +1,13 @@
 """A results directory for the report tests, built the way `make bench` builds one: real tool
-output parsed by `perflab parse-wrk2` / `parse-k6`, judged by `perflab audit`, a sweep.json written
-by perflab.sweep from the run directories; plus the bad input a results directory meets in
-practice (an empty directory, a run cut short, corrupt files).
+output parsed by `perflab parse-wrk2` / `parse-vegeta`, judged by `perflab audit`, a sweep.json
+written by perflab.sweep from the run directories; plus the bad input a results directory meets
+in practice (an empty directory, a run cut short, corrupt files).
 
-Sources: the wrk2 and k6 fixtures of tests/unit/fixtures (real outputs of local servers), and
-fixtures/k6-quarkus-zipcodes-500rps (one complete run of the local lab: k6's summary, its
-context, observations and utilization.json). The contexts of the fixture runs borrow real
-deploy figures (start to first request) from lab runs; their latency is the fixtures' own.
+Sources: the wrk2 and vegeta fixtures of tests/unit/fixtures (real outputs of local servers),
+and fixtures/vegeta-quarkus-zipcodes-500rps (a run of the local lab: its context, observations
+and utilization.json, with vegeta's output; its README says where each comes from). The
+contexts of the fixture runs borrow real deploy figures (start to first request) from lab runs;
+their latency is the fixtures' own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from perflab.model import AppSettings, RunContext, ScenarioRun
 
 HERE = Path(__file__).resolve().parent
 UNIT_FIXTURES = HERE.parent / "unit" / "fixtures"
-LAB_RUN = HERE / "fixtures" / "k6-quarkus-zipcodes-500rps"
+LAB_RUN = HERE / "fixtures" / "vegeta-quarkus-zipcodes-500rps"
 LAB_RUN_ID = "20261121T142231Z-quarkus-zipcodes"
 MIB = 1024 * 1024
 # Report 3's max RSS of the IO-thread Quarkus, given to one run as the app's own max RSS.
@@ -45,6 +46,8 @@ class FixtureRun:
     scenario: str
     start_to_first_request_ms: float
     environment: tuple[tuple[str, str], ...] = ()
+    duration_s: float = 20.0  # the measured phase: vegeta's -duration (its output does not carry it)
+    table: Path | None = None  # wrk2: the run's percentile table, kept beside its text as the bench does
 
 
 GOOD_RUNS = (
@@ -52,14 +55,18 @@ GOOD_RUNS = (
                "wrk2", 2000, "quarkus", "greeting", 6581.0),
     FixtureRun("20260102T101000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-overloaded-uncorrected.txt",
                "wrk2", 600, "quarkus", "greeting", 6918.0),
-    FixtureRun("20260102T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "k6" / "steady-20rps.handle-summary.json",
-               "k6", 20, "spring-mvc", "greeting", 9387.0),
+    FixtureRun("20260102T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
+               "vegeta", 200, "spring-mvc", "greeting", 9387.0, duration_s=3.0),
     FixtureRun("20260102T103000Z-spring-mvc-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-errors-non2xx.txt",
                "wrk2", 1000, "spring-mvc", "greeting", 9446.0),
     FixtureRun("20260102T104000Z-spring-mvc-greeting",
-               UNIT_FIXTURES / "k6" / "failing-dropping-20rps.handle-summary.json",
-               "k6", 20, "spring-mvc", "greeting", 9639.0, (("PERFLAB_THREADS", "virtual"),)),
+               UNIT_FIXTURES / "vegeta" / "vegeta-behind-1worker-100rps.jsonl.gz",
+               "vegeta", 100, "spring-mvc", "greeting", 9639.0, (("PERFLAB_THREADS", "virtual"),), duration_s=3.0),
 )
+# A wrk2 run with the percentile table the bench keeps beside its text.
+TABLE_RUN = FixtureRun("20260102T105000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-steady-1000rps.txt",
+                       "wrk2", 1000, "quarkus", "greeting", 6581.0,
+                       table=UNIT_FIXTURES / "wrk2" / "wrk2-steady-1000rps-percentiles.json")
 SWEEP_ID = "20260102T102000Z-spring-mvc-greeting-sweep"
 SWEEP_SLO_P99_MS = 50.0
 
@@ -85,17 +92,21 @@ def _complete(run_dir: Path, result_json: str, observations: Path | None = None)
 def add_fixture_run(results: Path, run: FixtureRun) -> Path:
     run_dir = results / run.run_id
     run_dir.mkdir(parents=True)
-    raw_name = "wrk2-measure.txt" if run.tool == "wrk2" else "k6-measure-summary.json"
+    raw_name = "wrk2-measure.txt" if run.tool == "wrk2" else "vegeta-measure.jsonl.gz"
     shutil.copyfile(run.raw, run_dir / raw_name)
+    extra: list[str | Path] = ["--duration-s", str(run.duration_s)] if run.tool == "vegeta" else []
+    if run.table is not None:
+        shutil.copyfile(run.table, run_dir / "wrk2-measure-percentiles.json")
+        extra += ["--percentiles", run_dir / "wrk2-measure-percentiles.json"]
     context = RunContext(
         started_at=f"{run.run_id[:4]}-{run.run_id[4:6]}-{run.run_id[6:8]}T{run.run_id[9:11]}:{run.run_id[11:13]}:00Z",
-        scenario=ScenarioRun(name=run.scenario, rate=run.rate, duration_s=20.0, warmup_s=10.0),
+        scenario=ScenarioRun(name=run.scenario, rate=run.rate, duration_s=run.duration_s, warmup_s=10.0),
         app=AppSettings(name=run.app, profile="default", environment=dict(run.environment),
                         start_to_first_request_ms=run.start_to_first_request_ms),
         raw_output=raw_name,
     )
     _write(run_dir / "context.json", context.to_json())
-    parsed = perflab(f"parse-{run.tool}", run_dir / raw_name, "--target-rate", str(run.rate),
+    parsed = perflab(f"parse-{run.tool}", run_dir / raw_name, "--target-rate", str(run.rate), *extra,
                      "--context", run_dir / "context.json", "--json")
     assert parsed.returncode == 0, parsed.stderr
     _complete(run_dir, parsed.stdout)
@@ -103,21 +114,22 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
 
 
 def add_lab_run(results: Path) -> Path:
-    """The real lab run: k6 summary, context, observations and utilization.json of the local lab."""
+    """The lab run: vegeta's output, context, observations and utilization.json (fixtures/README.md)."""
     run_dir = results / LAB_RUN_ID
     run_dir.mkdir(parents=True)
-    for name in ("k6-measure-summary.json", "context.json", "observations.json", "utilization.json"):
+    for name in ("vegeta-measure.jsonl.gz", "vegeta-measure.txt", "context.json", "observations.json",
+                 "utilization.json"):
         shutil.copyfile(LAB_RUN / name, run_dir / name)
-    parsed = perflab("parse-k6", run_dir / "k6-measure-summary.json", "--target-rate", "500",
-                     "--context", run_dir / "context.json", "--json")
+    parsed = perflab("parse-vegeta", run_dir / "vegeta-measure.jsonl.gz", "--target-rate", "500",
+                     "--duration-s", "60", "--context", run_dir / "context.json", "--json")
     assert parsed.returncode == 0, parsed.stderr
     _complete(run_dir, parsed.stdout, run_dir / "observations.json")
     return run_dir
 
 
 def add_sweep(results: Path) -> Path:
-    """A sweep over spring-mvc's greeting runs at 20 and 1000 req/s, written by perflab.sweep."""
-    steps = [sweep.read_step(20, results / "20260102T102000Z-spring-mvc-greeting", SWEEP_SLO_P99_MS),
+    """A sweep over spring-mvc's greeting runs at 200 and 1000 req/s, written by perflab.sweep."""
+    steps = [sweep.read_step(200, results / "20260102T102000Z-spring-mvc-greeting", SWEEP_SLO_P99_MS),
              sweep.read_step(1000, results / "20260102T103000Z-spring-mvc-greeting", SWEEP_SLO_P99_MS)]
     made = sweep.Sweep(app="spring-mvc", scenario="greeting", slo_p99_ms=SWEEP_SLO_P99_MS,
                        started_at="2026-01-02T10:20:00Z", steps=steps, ended_at="2026-01-02T10:35:00Z",
@@ -144,6 +156,10 @@ BAD_INPUT = {
     "20260103T104000Z-quarkus-greeting": "result.json is not a perflab result (not JSON: ",
     "20260103T105000Z-quarkus-greeting": "no status.json: half-written or not a perflab run directory; left out",
     "20260103T106000Z-quarkus-greeting-sweep": "sweep.json is not JSON (line 1: ",
+    "20260103T110000Z-spring-mvc-greeting": "raw output vegeta-measure.jsonl.gz is corrupt (the gzip stream ends "
+                                            "early: the file is truncated); left out",
+    "20260103T111000Z-quarkus-greeting": "percentile table wrk2-measure-percentiles.json is corrupt (the "
+                                         "percentile table is not JSON (truncated?): ",
     "20260102T100000Z-quarkus-greeting": "no utilization.json: no Prometheus data for this run; "
                                          "utilization not recorded",
 }
@@ -158,7 +174,7 @@ def add_bad_input(results: Path) -> None:
     _write(half / "status.json", json.dumps({
         "reason": "the run has not finished: still running, interrupted or failed (see the ansible-playbook output)",
         "run_id": half.name, "status": "incomplete"}))
-    shutil.copyfile(UNIT_FIXTURES / "k6" / "steady-20rps.summary-export.json", half / "k6-warmup-summary.json")
+    shutil.copyfile(UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz", half / "vegeta-warmup.jsonl.gz")
 
     template = GOOD_RUNS[0]
     corrupt_raw = add_fixture_run(results, replace(template, run_id=next(names)))
@@ -173,11 +189,19 @@ def add_bad_input(results: Path) -> None:
 
     no_status = results / next(names)
     no_status.mkdir()
-    shutil.copyfile(UNIT_FIXTURES / "k6" / "steady-20rps.summary-export.json", no_status / "k6-warmup-summary.json")
+    shutil.copyfile(UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz", no_status / "vegeta-warmup.jsonl.gz")
 
     bad_sweep = results / next(names)
     bad_sweep.mkdir()
     _write(bad_sweep / "sweep.json", '{"schema_version": 1, "kind": "sweep", "app": "quar')
+
+    corrupt_vegeta = add_fixture_run(results, replace(GOOD_RUNS[2], run_id=next(names)))
+    raw_gzip = corrupt_vegeta / "vegeta-measure.jsonl.gz"
+    raw_gzip.write_bytes(raw_gzip.read_bytes()[:4000])  # cut short
+
+    corrupt_table = add_fixture_run(results, replace(TABLE_RUN, run_id=next(names)))
+    table = corrupt_table / "wrk2-measure-percentiles.json"
+    _write(table, table.read_text()[:300])
 
 
 def full_results(results: Path) -> Path:

@@ -3,6 +3,7 @@ every kind of bad input; what it prints, its exit code, and what the page says."
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from html.parser import HTMLParser
@@ -12,8 +13,8 @@ import pytest
 
 from perflab import report
 
-from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, QUARKUS_MAX_RSS_BYTES, SWEEP_ID, full_results, \
-    good_results, perflab
+from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, QUARKUS_MAX_RSS_BYTES, SWEEP_ID, TABLE_RUN, \
+    add_fixture_run, full_results, good_results, perflab
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,7 +63,7 @@ def test_bad_input_one_line_each_on_stderr_and_in_the_page(full: Path, full_repo
     problems = [line.removeprefix("perflab: report: ") for line in lines]
     for directory, message in BAD_INPUT.items():
         assert any(p.startswith(f"{directory}: {message}") for p in problems), (directory, message, problems)
-    # The runs without Prometheus data (the wrk2 and k6 fixture runs) each say so; the lab run has it.
+    # The runs without Prometheus data (the wrk2 and vegeta fixture runs) each say so; the lab run has it.
     for run in GOOD_RUNS:
         assert f"{run.run_id}: no utilization.json: no Prometheus data for this run; utilization not recorded" in problems
     assert not any(p.startswith(LAB_RUN_ID) for p in problems)
@@ -72,7 +73,7 @@ def test_bad_input_one_line_each_on_stderr_and_in_the_page(full: Path, full_repo
 
 def test_the_report_still_shows_every_good_run(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
     assert full_report.stdout.strip() == (
-        f"{full / 'report.html'}: 12 runs (2 VALID or WARN), 1 sweeps, {len(full_report.stderr.splitlines())} problems")
+        f"{full / 'report.html'}: 14 runs (2 VALID or WARN), 1 sweeps, {len(full_report.stderr.splitlines())} problems")
     page, text = _page(full)
     for run_id in [LAB_RUN_ID, *(r.run_id for r in GOOD_RUNS)]:
         assert f'id="run-{run_id}"' in page
@@ -114,7 +115,7 @@ def test_report_3_table_from_observations_utilization_and_sweeps(full: Path) -> 
     assert quarkus.throughput_per_mib.value == pytest.approx(achieved / (QUARKUS_MAX_RSS_BYTES / MIB))
     # spring-mvc has a sweep: its max sustainable rate wins over any run.
     mvc = greeting["spring-mvc"]
-    assert (mvc.max_throughput.value, mvc.max_throughput.source) == (20, "max sustainable rate of a sweep")
+    assert (mvc.max_throughput.value, mvc.max_throughput.source) == (200, "max sustainable rate of a sweep")
     assert mvc.max_rss_mib.value is None and mvc.throughput_per_mib.value is None  # not recorded
     # The lab run: INVALID, so no throughput, but its RSS comes from utilization.json's app tier.
     zipcodes = table["zipcodes"]["quarkus"]
@@ -126,7 +127,7 @@ def test_report_3_table_from_observations_utilization_and_sweeps(full: Path) -> 
 def test_sweep_drawn_with_its_slo(full: Path) -> None:
     page, _ = _page(full)
     assert "SLO p99 50 ms" in page
-    assert f"spring-mvc ({SWEEP_ID[:16]}): max sustainable 20 req/s; stopped: the audit judged the run at 1000 req/s " \
+    assert f"spring-mvc ({SWEEP_ID[:16]}): max sustainable 200 req/s; stopped: the audit judged the run at 1000 req/s " \
            "INVALID" in page
 
 
@@ -136,6 +137,28 @@ def test_clean_results_exit_0(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (report.EXIT_WRITTEN, "")
     assert "<h2 id=\"problems\">Problems (0)</h2><p>None: every run directory was read.</p>" in \
         (tmp_path / "out.html").read_text()
+
+
+def test_a_wrk2_run_with_its_percentile_table_is_read(tmp_path: Path) -> None:
+    run_dir = add_fixture_run(tmp_path, TABLE_RUN)
+    run = next(r for r in report.load(tmp_path).runs if r.run_id == TABLE_RUN.run_id)
+    assert run.readable and run.result is not None
+    assert run.problems == ["no utilization.json: no Prometheus data for this run; utilization not recorded"]
+    assert len(run.result.latency_corrected.spectrum) == 151  # the table's rows, not the text's 72
+    (run_dir / "wrk2-measure-percentiles.json").write_text('{"format": "perflab-wrk2-percentiles/1"}')
+    run = next(r for r in report.load(tmp_path).runs if r.run_id == TABLE_RUN.run_id)
+    assert not run.readable
+    assert run.problems[0] == ("percentile table wrk2-measure-percentiles.json is corrupt (the percentile table "
+                               "has no 'errors' object); left out")
+
+
+def test_a_run_of_the_retired_k6_is_left_out_with_the_reason(tmp_path: Path) -> None:
+    run_dir = add_fixture_run(tmp_path, GOOD_RUNS[2])
+    stored = json.loads((run_dir / "result.json").read_text())
+    (run_dir / "result.json").write_text(json.dumps(stored | {"tool": "k6", "raw_output": "k6-measure-summary.json"}))
+    (run,) = report.load(tmp_path).runs
+    assert not run.readable
+    assert run.problems[0] == "a k6 run: k6 was retired (AGPL) and its output is no longer read; left out"
 
 
 def test_empty_results_directory_gives_an_empty_report(tmp_path: Path) -> None:

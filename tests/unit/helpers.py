@@ -5,6 +5,7 @@ from pathlib import Path
 UNIT_DIR = Path(__file__).resolve().parent
 FIXTURES = UNIT_DIR / "fixtures"
 WRK2_FIXTURES = FIXTURES / "wrk2"
+VEGETA_FIXTURES = FIXTURES / "vegeta"
 # Where the copies in fixtures/wrk2 come from (see its README), when this checkout has it.
 SHARED_WRK2_FIXTURES = UNIT_DIR.parents[2] / "shared" / "fixtures" / "wrk2"
 
@@ -16,7 +17,24 @@ WRK2_TARGET_RATES = {
     "wrk2-errors-non2xx.txt": 1000.0,
     "wrk2-server-killed-midrun.txt": 1000.0,
 }
+# The runs recorded with their percentile table (X.txt beside X-percentiles.json), made here.
+WRK2_TABLE_RUNS = {"wrk2-steady-1000rps": 1000.0, "wrk2-slow-20ms-200rps": 200.0}
+
+# The rate and -duration each vegeta fixture was asked for (fixtures/vegeta/README.md).
+VEGETA_RUNS = {
+    "vegeta-steady-200rps.jsonl.gz": (200.0, 3.0),
+    "vegeta-errors-500-200rps.jsonl.gz": (200.0, 3.0),
+    "vegeta-freeze-1s-200rps.jsonl.gz": (200.0, 4.0),
+    "vegeta-behind-1worker-100rps.jsonl.gz": (100.0, 3.0),
+    "vegeta-refused-20rps.jsonl.gz": (20.0, 1.0),
+    "vegeta-timeout-20rps.jsonl.gz": (20.0, 1.0),
+    "vegeta-cut-body-200rps.jsonl.gz": (200.0, 1.0),
+}
 
 
 def wrk2_text(name: str) -> str:
     return (WRK2_FIXTURES / name).read_text()
+
+
+def vegeta_bytes(name: str) -> bytes:
+    return (VEGETA_FIXTURES / name).read_bytes()

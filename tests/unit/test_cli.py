@@ -10,7 +10,7 @@ import pytest
 from perflab.audit import DbSessions, Observations, TierCpu
 from perflab.model import AppSettings, RunContext, RunResult, ScenarioRun
 
-from .helpers import FIXTURES, WRK2_FIXTURES
+from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
 
 PERFLAB_SCRIPT = Path(sys.executable).with_name("perflab")
 
@@ -42,12 +42,70 @@ def test_parse_wrk2_prints_a_summary() -> None:
     )
 
 
-def test_parse_k6_prints_failures_and_dropped_iterations() -> None:
-    done = perflab(
-        "parse-k6", FIXTURES / "k6" / "failing-dropping-20rps.handle-summary.json", "--target-rate", "20"
+def test_parse_wrk2_with_its_percentile_table() -> None:
+    done = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-1000rps.txt", "--target-rate", "1000",
+                   "--percentiles", WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[:3] == [
+        "wrk2-steady-1000rps.txt: wrk2, 24994 requests in 25 s",
+        "rate: 999.802 req/s achieved of 1000 asked (100.0%)",
+        "achieved over the 14.977 s recorded after calibration (the text's Requests/sec, over the whole "
+        "invocation: 999.68)",
+    ]
+    parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-1000rps.txt", "--target-rate", "1000",
+                     "--percentiles", WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json", "--json")
+    assert len(RunResult.from_json(parsed.stdout).latency_corrected.spectrum) == 151
+
+
+def test_parse_vegeta_prints_a_summary() -> None:
+    done = perflab("parse-vegeta", VEGETA_FIXTURES / "vegeta-freeze-1s-200rps.jsonl.gz", "--target-rate", "200",
+                   "--duration-s", "4")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "vegeta-freeze-1s-200rps.jsonl.gz: vegeta, 800 requests in 4 s\n"
+        "rate: 200 req/s achieved of 200 asked (100.0%)\n"
+        "latency (corrected, ms): p50 2.13624  p75 69.4013  p90 630.843  p99 965.382  p99.9 994.891  "
+        "p99.99 1001.75  p100 1001.75  mean 137.102  max 1001.75\n"
+        "latency (uncorrected, ms): p50 1.04873  p75 1.66578  p90 2.43696  p99 9.78588  p99.9 993.67  "
+        "p99.99 1000.59  p100 1000.59  mean 6.36352  max 1000.59\n"
+        "errors: none\n"
     )
-    assert done.returncode == 0
-    assert done.stdout.splitlines()[-2:] == ["dropped iterations: 27", "errors: failed_requests 14, failed_checks 14"]
+
+
+def test_parse_vegeta_merges_one_file_per_host() -> None:
+    files = [VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", VEGETA_FIXTURES / "vegeta-errors-500-200rps.jsonl.gz"]
+    done = perflab("parse-vegeta", *files, "--target-rate", "400", "--json")
+    assert (done.returncode, done.stderr) == (0, "")
+    merged = RunResult.from_json(done.stdout)
+    assert (merged.tool, merged.requests, merged.target_rate, merged.achieved_rate) == ("vegeta", 1200, 400, 380)
+    assert merged.errors.by_kind() == {"http_status": 60}
+    same = perflab("parse-vegeta", *files, "--target-rate", "400", "--host-rates", "200,200", "--json")
+    assert same.stdout == done.stdout
+    text = perflab("parse-vegeta", *files, "--target-rate", "400")
+    assert text.stdout.splitlines()[0] == (
+        "vegeta-steady-200rps.jsonl.gz + vegeta-errors-500-200rps.jsonl.gz: vegeta, 1200 requests in 3 s")
+
+
+@pytest.mark.parametrize(("host_rates", "message"), [
+    ("400", "--host-rates gives 1 rates for 2 files: give one per file"),
+    ("200,100", "--host-rates add up to 300, not the target rate 400"),
+    ("200,x", "argument --host-rates: not a number: 'x'"),
+    ("200,-200", "argument --host-rates: must be a positive number of requests per second, not -200"),
+])
+def test_bad_host_rates_are_a_usage_error(host_rates: str, message: str) -> None:
+    files = [VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", VEGETA_FIXTURES / "vegeta-errors-500-200rps.jsonl.gz"]
+    done = perflab("parse-vegeta", *files, "--target-rate", "400", f"--host-rates={host_rates}")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[-1] == f"perflab parse-vegeta: error: {message}"
+
+
+@pytest.mark.parametrize("args", [("parse-k6",), ("parse-k6", "summary.json", "--target-rate", "20", "--json")])
+def test_parse_k6_is_refused_with_what_replaces_it(args: tuple[str, ...]) -> None:
+    done = perflab(*args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("perflab: k6 is no longer supported (AGPL, retired): use wrk2 (perflab parse-wrk2) "
+                           "or vegeta (perflab parse-vegeta)\n")
+    assert "parse-k6" not in perflab("--help").stdout
 
 
 @pytest.mark.parametrize(
@@ -57,10 +115,17 @@ def test_parse_k6_prints_failures_and_dropped_iterations() -> None:
         ("wrk2-errors-non2xx.txt", "1000", 1, "INVALID"),
         ("wrk2-server-killed-midrun.txt", "1000", 1, "INVALID"),
         ("wrk2-overloaded-600rps-capacity-250.txt", "600", 1, "INVALID"),
+        ("vegeta-steady-200rps.jsonl.gz", "200", 0, "VALID"),
+        ("vegeta-errors-500-200rps.jsonl.gz", "200", 1, "INVALID"),
+        ("vegeta-behind-1worker-100rps.jsonl.gz", "100", 1, "INVALID"),
     ],
 )
 def test_parse_then_audit(tmp_path: Path, fixture: str, rate: str, exit_code: int, verdict: str) -> None:
-    parsed = perflab("parse-wrk2", WRK2_FIXTURES / fixture, "--target-rate", rate, "--json")
+    if fixture.startswith("vegeta"):
+        parsed = perflab("parse-vegeta", VEGETA_FIXTURES / fixture, "--target-rate", rate, "--duration-s", "3",
+                         "--json")
+    else:
+        parsed = perflab("parse-wrk2", WRK2_FIXTURES / fixture, "--target-rate", rate, "--json")
     assert parsed.returncode == 0
     result = tmp_path / "result.json"
     result.write_text(parsed.stdout)
@@ -126,6 +191,8 @@ def test_bad_input_gets_one_line_and_no_traceback(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     stale = tmp_path / "stale.json"
     stale.write_text('{"schema_version": 0}')
+    cut_gzip = tmp_path / "cut.jsonl.gz"
+    cut_gzip.write_bytes((VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz").read_bytes()[:2000])
     cases = [
         (("parse-wrk2", tmp_path / "missing.txt", "--target-rate", "10"), f"{tmp_path}/missing.txt: no such file"),
         (("parse-wrk2", tmp_path, "--target-rate", "10"), f"{tmp_path}: is a directory, not a file"),
@@ -136,9 +203,21 @@ def test_bad_input_gets_one_line_and_no_traceback(tmp_path: Path) -> None:
             "at '1.942     0.989062': the output is truncated",
         ),
         (
-            ("parse-k6", truncated, "--target-rate", "10"),
-            f"{truncated}: not a usable k6 summary: the k6 summary is not JSON (truncated?): "
-            "Expecting value: line 1 column 1 (char 0)",
+            ("parse-vegeta", cut_gzip, "--target-rate", "200"),
+            f"{cut_gzip}: not usable vegeta results: the gzip stream ends early: the file is truncated",
+        ),
+        (
+            ("parse-vegeta", VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", "--target-rate", "100"),
+            f"{VEGETA_FIXTURES / 'vegeta-steady-200rps.jsonl.gz'}: request 0 would have been sent 3 s after the "
+            "attack's start, as estimated from 100 requests/s: the attack ran at another rate (is --target-rate, "
+            "or this host's share in --host-rates, right?)",
+        ),
+        (
+            ("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-1000rps.txt", "--target-rate", "1000",
+             "--percentiles", WRK2_FIXTURES / "wrk2-slow-20ms-200rps-percentiles.json"),
+            f"{WRK2_FIXTURES / 'wrk2-slow-20ms-200rps-percentiles.json'}: not a usable wrk2 percentile table: the "
+            "percentile table is not from this run: it counts 5002 requests and 2998 recorded, the text 24994 "
+            "and 14974",
         ),
         (
             ("audit", stale),
@@ -191,7 +270,7 @@ def test_context_goes_into_the_result_json(tmp_path: Path) -> None:
 def test_a_bad_context_is_bad_input(tmp_path: Path) -> None:
     context = tmp_path / "context.json"
     context.write_text('{"schema_version": 1, "started_at": "10 o\'clock"}')
-    done = perflab("parse-k6", FIXTURES / "k6" / "steady-20rps.summary-export.json", "--target-rate", "20",
+    done = perflab("parse-vegeta", VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", "--target-rate", "200",
                    "--context", context)
     assert (done.returncode, done.stdout) == (4, "")
     assert done.stderr == (

@@ -1,4 +1,10 @@
-"""The wrk2 parser against the five real outputs in fixtures/wrk2, each with its trap."""
+"""The wrk2 parser against the real outputs in fixtures/wrk2, each with its trap; the percentile
+tables of two more real runs, and merging tables of several hosts."""
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -6,7 +12,7 @@ from perflab import wrk2
 from perflab.model import SpectrumPoint
 from perflab.wrk2 import ParseError, SocketErrors
 
-from .helpers import SHARED_WRK2_FIXTURES, WRK2_FIXTURES, WRK2_TARGET_RATES, wrk2_text
+from .helpers import SHARED_WRK2_FIXTURES, WRK2_FIXTURES, WRK2_TABLE_RUNS, WRK2_TARGET_RATES, wrk2_text
 
 SUMMARY_KEYS = ["50", "75", "90", "99", "99.9", "99.99", "99.999", "100"]
 
@@ -234,3 +240,199 @@ def test_truncated_uncorrected_block_is_an_error() -> None:
     cut = text[: text.index("     223.999     0.850000")]
     with pytest.raises(ParseError, match="Uncorrected Latency distribution ends before"):
         wrk2.parse(cut)
+
+
+# The percentile table the bench's wrk2 done() hook writes (fixtures/wrk2/README.md).
+
+STEADY_TABLE = "wrk2-steady-1000rps"
+SLOW_TABLE = "wrk2-slow-20ms-200rps"
+
+
+def _table_text(run: str) -> str:
+    return wrk2_text(f"{run}-percentiles.json")
+
+
+def _table(run: str) -> wrk2.PercentileTable:
+    return wrk2.parse_percentiles(_table_text(run))
+
+
+def test_percentile_table() -> None:
+    table = _table(STEADY_TABLE)
+    assert (table.runtime_us, table.requests, table.bytes, table.recorded) == (25001964, 24994, 4448932, 14974)
+    assert (table.calibration_ms, table.threads, table.connections) == (10025, 2, 10)
+    assert table.errors == wrk2.TableErrors(connect=0, read=0, write=0, status=0, timeout=0)
+    assert (table.min_us, table.max_us, table.mean_us, table.stdev_us) == (241, 122880, 2587.36109256, 5820.87959301)
+    assert len(table.rows) == 151
+    assert table.rows[:3] == ((0.0, 241.0), (5.0, 676.0), (10.0, 835.0))
+    assert table.rows[-2:] == ((99.9966430664, 113215.0), (100.0, 122943.0))
+    # The recorded window: the invocation less wrk2's calibration (10 s + 5 ms x 5 connections a thread).
+    assert table.recorded_window_s == pytest.approx(25.001964 - 10.025)
+    assert table.recorded_rate == pytest.approx(14974 / 14.976964)
+
+
+def test_the_table_agrees_with_the_text_of_its_run() -> None:
+    for run in WRK2_TABLE_RUNS:
+        text, table = wrk2.parse(wrk2_text(f"{run}.txt")), _table(run)
+        assert (table.requests, table.recorded) == (text.requests, text.recorded.total_count)
+        assert table.mean_us / 1000 == pytest.approx(text.recorded.mean_ms, abs=0.0005)
+        assert table.max_us / 1000 == pytest.approx(text.recorded.max_ms, abs=0.0005)
+        merged = wrk2.merge_tables([table])
+        for percent in (50, 75, 90, 100):  # rows of both; the text rounds to 2 decimals
+            assert merged.at(percent) == pytest.approx(text.recorded.at(percent), abs=0.005)
+
+
+def test_with_its_table_the_spectrum_is_the_tables_and_the_rate_the_recorded_windows() -> None:
+    text = wrk2.parse(wrk2_text(f"{STEADY_TABLE}.txt"))
+    plain = wrk2.to_run_result(text, target_rate=1000)
+    with_table = wrk2.to_run_result(text, target_rate=1000, table=_table(STEADY_TABLE))
+    assert plain.achieved_rate == 999.68  # the text's Requests/sec: every request over the whole 25 s
+    assert with_table.achieved_rate == pytest.approx(14974 / 14.976964)
+    spectrum = with_table.latency_corrected.spectrum
+    assert (len(plain.latency_corrected.spectrum), len(spectrum)) == (72, 151)
+    assert spectrum[0] == SpectrumPoint(0.241, 0.0, 1)
+    assert spectrum[2] == SpectrumPoint(0.835, 0.1, 1497)
+    assert spectrum[-1] == SpectrumPoint(122.943, 1.0, 14974)
+    # The rest is the text's: its summary percentiles, mean, errors, requests.
+    assert with_table.latency_corrected.percentiles_ms == plain.latency_corrected.percentiles_ms
+    assert (with_table.requests, with_table.errors, with_table.duration_s) == (24994, plain.errors, 25.0)
+
+
+def test_a_table_from_another_run_is_refused() -> None:
+    text = wrk2.parse(wrk2_text(f"{STEADY_TABLE}.txt"))
+    with pytest.raises(ParseError, match="not from this run: it counts 5002 requests and 2998 recorded, the text "
+                                         "24994 and 14974"):
+        wrk2.to_run_result(text, target_rate=1000, table=_table(SLOW_TABLE))
+
+
+def _edit_table(change: Callable[[dict[str, Any]], None]) -> str:
+    document = json.loads(_table_text(STEADY_TABLE))
+    change(document)
+    return json.dumps(document)
+
+
+def _set(key: str, value: object) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d.__setitem__(key, value)
+
+
+def _set_row(index: int, row: object) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["percentiles"].__setitem__(index, row)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (lambda: "", "the percentile table is empty"),
+    (lambda: _table_text(STEADY_TABLE)[:500], "not JSON \\(truncated\\?\\)"),
+    (lambda: _edit_table(_set("format", "perflab-wrk2-percentiles/2")), "format is 'perflab-wrk2-percentiles/2'"),
+    (lambda: "[]", "not a wrk2 percentile table: a JSON list, not an object"),
+    (lambda: _edit_table(lambda d: d.pop("recorded")), "recorded should be a whole number >= 0, found None"),
+    (lambda: _edit_table(_set("recorded", 0)), "records no request: wrk2 recorded nothing after its calibration"),
+    (lambda: _edit_table(_set("recorded", 30000)), "records 30000 of 24994 requests"),
+    (lambda: _edit_table(_set("runtime_us", 9_000_000)),
+     "ran 9 s, within wrk2's 10.025 s calibration period: nothing was recorded after it"),
+    (lambda: _edit_table(_set("errors", [])), "no 'errors' object"),
+    (lambda: _edit_table(lambda d: d["errors"].pop("status")), "errors.status should be a whole number"),
+    (lambda: _edit_table(_set("mean_us", float("nan"))), "mean_us should be a finite number"),
+    (lambda: _edit_table(_set("mean_us", 1.0)), "min_us, mean_us and max_us disagree"),
+    (lambda: _edit_table(_set_row(5, [25, 900])), "percentiles\\[5\\] \\[25, 900\\] after \\[20.0, 1073.0\\]: "
+                                                  "percents must increase and values never decrease"),
+    (lambda: _edit_table(_set_row(5, [25, "1166"])), "percentiles\\[5\\] should be \\[percent, us\\] with finite"),
+    (lambda: _edit_table(_set_row(5, [25, float("inf")])), "with finite numbers"),
+    (lambda: _edit_table(lambda d: d["percentiles"].pop()), "rows should run from 0% to 100%"),
+    (lambda: _edit_table(_set("percentiles", [])), "a list of \\[percent, us\\] rows"),
+], ids=["empty", "truncated", "other-format", "not-an-object", "no-recorded", "nothing-recorded", "too-many-recorded",
+        "within-calibration", "no-errors", "no-status-errors", "nan", "mean-below-min", "values-decrease",
+        "string-value", "infinite-value", "no-100-row", "no-rows"])
+def test_unusable_tables_raise_a_clear_error(text: Callable[[], str], message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        wrk2.parse_percentiles(text())
+
+
+def test_a_last_row_read_at_its_buckets_lowest_value_is_accepted() -> None:
+    """A hook that ends with [100, latency.max] gives the maximum's bucket at its lowest value,
+    below the row before it (latency:percentile(p) gives a bucket's highest): the same bucket."""
+    def ending_at(max_us: int) -> Callable[[dict[str, Any]], None]:
+        def change(document: dict[str, Any]) -> None:
+            document["percentiles"][-1] = [100, max_us]
+            document["max_us"] = max_us
+        return change
+
+    # 113215 us is the highest value of the bucket [113152, 113215] (64 us wide at that magnitude).
+    same_bucket = wrk2.parse_percentiles(_edit_table(ending_at(113152)))
+    assert same_bucket.rows[-1] == (100.0, 113215.0)
+    with pytest.raises(ParseError, match="values never decrease"):
+        wrk2.parse_percentiles(_edit_table(ending_at(113000)))  # more than a bucket below
+
+
+def test_merging_a_table_with_itself_changes_nothing() -> None:
+    table = _table(STEADY_TABLE)
+    alone, twice = wrk2.merge_tables([table]), wrk2.merge_tables([table, table])
+    assert twice.percentiles_ms == alone.percentiles_ms
+    assert list(alone.percentiles_ms) == SUMMARY_KEYS
+    assert (twice.mean_ms, twice.min_ms, twice.max_ms) == (alone.mean_ms, alone.min_ms, alone.max_ms)
+    assert twice.stdev_ms == pytest.approx(alone.stdev_ms)
+    assert (alone.total_count, twice.total_count) == (14974, 2 * 14974)
+    assert [(p.value_ms, p.percentile) for p in twice.spectrum] == [(p.value_ms, p.percentile) for p in alone.spectrum]
+    # Every percent the table has a row for reads back exactly, alone or merged with itself: the
+    # merged spectrum's ticks (5 per half distance) are every other row of the table's (10).
+    by_percent = {round(percent, 6): value / 1000 for percent, value in table.rows}
+    for merged in (alone, twice):
+        on_rows = [p for p in merged.spectrum[1:-1] if round(p.percentile * 100, 6) in by_percent]
+        assert len(on_rows) == len(merged.spectrum) - 3  # all but the 0%, the 100% and the last value's first tick
+        assert all(p.value_ms == by_percent[round(p.percentile * 100, 6)] for p in on_rows)
+    assert [(p.value_ms, p.percentile) for p in wrk2.table_spectrum(table)] == [
+        (value / 1000, percent / 100) for percent, value in table.rows
+    ]
+
+
+def _table_of(samples_us: list[int], ticks_per_half_distance: int = 10) -> wrk2.PercentileTable:
+    """A table as the hook writes it, from known samples: HdrHistogram's ticks, each at the value
+    of rank round(p/100 x n) (exact values: no bucket)."""
+    ordered = sorted(samples_us)
+    n = len(ordered)
+    rows: list[list[float]] = []
+    percent = 0.0
+    while percent < 100 * (1 - 0.5 / n):
+        rows.append([percent, ordered[max(1, int(percent / 100 * n + 0.5)) - 1]])
+        percent += 100 / (ticks_per_half_distance * 2 ** (int(math.log2(100 / (100 - percent))) + 1))
+    rows.append([100, ordered[-1]])
+    mean = sum(ordered) / n
+    return wrk2.parse_percentiles(json.dumps({
+        "format": "perflab-wrk2-percentiles/1", "runtime_us": 30_000_000, "requests": n, "bytes": 0,
+        "recorded": n, "calibration_ms": 10025, "threads": 2, "connections": 10,
+        "errors": {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0},
+        "min_us": ordered[0], "max_us": ordered[-1], "mean_us": mean,
+        "stdev_us": math.sqrt(sum((x - mean) ** 2 for x in ordered) / n), "percentiles": rows,
+    }))
+
+
+def test_merging_two_known_tables_gives_the_percentiles_of_all_their_requests() -> None:
+    # Host A: 4000 requests spread over 1.000-4.999 ms; host B: 1000 over 10.000-19.990 ms.
+    a_samples = [1000 + i for i in range(4000)]
+    b_samples = [10000 + 10 * i for i in range(1000)]
+    merged = wrk2.merge_tables([_table_of(a_samples), _table_of(b_samples)])
+    every = sorted(a_samples + b_samples)
+    # Within the tables' resolution: at p the rebuilt histogram is exact between two rows'
+    # percents of each table; p50 falls on rows of A, p99 between rows of B (step 0.3125% there).
+    assert merged.at(50) * 1000 == every[2500 - 1]  # 3.499 ms, A's 62.5th percentile
+    assert merged.at(90) * 1000 == every[4500 - 1]  # 14.99 ms, B's 50th
+    # B's 95th: its rows there are 0.3125% of its 1000 requests apart, 10 us each: 31.25 us.
+    assert merged.at(99) * 1000 == pytest.approx(every[4950 - 1], abs=31.25)
+    assert merged.at(100) == 19.99 and merged.min_ms == 1.0
+    assert merged.mean_ms == pytest.approx(sum(every) / len(every) / 1000)
+    mean = sum(every) / len(every)
+    assert merged.stdev_ms == pytest.approx(math.sqrt(sum((x - mean) ** 2 for x in every) / len(every)) / 1000)
+    assert merged.total_count == 5000
+    assert merged.spectrum[0] == SpectrumPoint(1.0, 0.0, 1) and merged.spectrum[-1] == SpectrumPoint(19.99, 1.0, 5000)
+
+
+def test_merging_two_real_hosts() -> None:
+    steady, slow = _table(STEADY_TABLE), _table(SLOW_TABLE)
+    merged = wrk2.merge_tables([steady, slow])
+    assert merged.total_count == 14974 + 2998
+    assert merged.mean_ms == pytest.approx((14974 * 2587.36109256 + 2998 * 22207.2261508) / (14974 + 2998) / 1000)
+    assert (merged.min_ms, merged.max_ms) == (0.241, 122.88)
+    # 83.3% of the requests are the fast host's: p50 is one of its values, p90 one of the slow host's.
+    assert merged.at(50) in {value / 1000 for _, value in steady.rows}
+    assert merged.at(90) in {value / 1000 for _, value in slow.rows}
+    assert steady.recorded_rate + slow.recorded_rate == pytest.approx(999.802 + 199.921, abs=0.001)
+    with pytest.raises(ValueError, match="no percentile table"):
+        wrk2.merge_tables([])

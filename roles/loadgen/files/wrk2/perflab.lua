@@ -57,15 +57,26 @@ function perflab.write_percentiles(summary, latency)
    local recorded = #latency
    local rows = {}
    if recorded > 0 then
+      -- wrk2's own printed percentiles are rows too, so that merged tables are exact there.
+      local levels = { 50, 75, 90, 99, 99.9, 99.99, 99.999 }
       local ticks, p, half = 10, 0.0, 50.0
       while 100.0 - p > 100.0 / recorded do
          for _ = 1, ticks do
-            table.insert(rows, string.format("[%.12g,%d]", p, latency:percentile(p)))
+            table.insert(levels, p)
             p = p + half / ticks
          end
          half = half / 2
       end
-      table.insert(rows, string.format("[100,%d]", latency.max))
+      table.sort(levels)
+      local last
+      for _, level in ipairs(levels) do
+         if level ~= last then
+            table.insert(rows, string.format("[%.12g,%d]", level, latency:percentile(level)))
+            last = level
+         end
+      end
+      -- percentile(100), not latency.max: max can sit a bucket below the histogram's top value.
+      table.insert(rows, string.format("[100,%d]", latency:percentile(100)))
    end
    local e = summary.errors
    local file = assert(io.open(path, "w"))
