@@ -28,7 +28,7 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=k6"], "loadgen: k6 is no longer supported (AGPL"),
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path="],
      "loadgen: TOOL=wrk2 cannot run on perflab-loadgen: wrk2 cannot be built: no archive on the controller"),
-    (["APP=quarkus", "SCENARIO=greeting", "DB_DELAY_MS=lots"], "DB_DELAY_MS a whole number"),
+    (["APP=quarkus", "SCENARIO=greeting", "DB_DELAY_MS=lots"], "DB_DELAY_MS must be a whole number of milliseconds >= 0, got 'lots'"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"], "app: profile 'report3' asks for 4 CPUs"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=3"],
      "bench_quiet_s must be whole seconds longer than the scrape interval (5 s), at least 6: got '3'"),

@@ -10,7 +10,7 @@ import re
 import pytest
 import requests
 
-from bench_helpers import APPS, RESULTS, SCENARIOS, read_json, run_dirs, run_make, tail
+from bench_helpers import APPS, RESULTS, SCENARIOS, new_run_dir, read_json, run_dirs, run_make, tail
 
 # A short warm-up all the same: these runs prove that every app serves every workload without an
 # error at the offered rate, and a cold JVM on a busy 2-core machine fell to 94% of it once

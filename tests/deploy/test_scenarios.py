@@ -67,8 +67,10 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
         assert measure["argv"][measure["argv"].index("-R") + 1] == "123"
         assert measure["argv"][-1] == "http://app.example:8080"
         assert measure["argv"][measure["argv"].index("-s") + 1].endswith("/wrk2/zipcodes.lua")
-        # 32 connections on 2 threads: 10 s + 16 x 5 ms of calibration, run on top of the 120 s measured.
-        assert run["calibration_ms"] == 10080 and run["calibration_s"] == 11
+        # 123 req/s needs 14 connections (one per 10 req/s, rounded up to the threads): 10 s + 7 x 5 ms
+        # of calibration, run on top of the 120 s measured.
+        assert run["scenario"]["connections"] == 14 and measure["argv"][measure["argv"].index("-c") + 1] == "14"
+        assert run["calibration_ms"] == 10035 and run["calibration_s"] == 11
         assert measure["argv"][measure["argv"].index("-d") + 1] == "131s" and measure["invocation_s"] == 131
         assert warm["argv"][warm["argv"].index("-d") + 1] == "30s"
         assert measure["environment"]["PERFLAB_PERCENTILES"].endswith("/wrk2-measure-percentiles.json")
@@ -87,6 +89,18 @@ def test_slo_override_is_the_slo_as_run(tmp_path: Path) -> None:
     proc, run = load_scenario(tmp_path, loadgen_scenario="greeting", loadgen_slo_p99_ms="12.5")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert run["scenario"]["slo_p99_ms"] == 12.5
+
+
+@pytest.mark.parametrize(("name", "rate", "connections"), [
+    ("greeting", "", 64), ("greeting", "50", 6), ("hello-latency", "", 300), ("hello-latency", "50", 16),
+    ("books-orders", "50", 26), ("zipcodes", "", 32)])
+def test_connections_follow_the_rate_up_to_the_scenarios(tmp_path: Path, name: str, rate: str, connections: int) -> None:
+    """Enough for twice rate x the SLO in flight and one per 10 req/s, at most the scenario's: wrk2's
+    count over a window moves in steps of connections per thread, so idle connections blur the rate."""
+    proc, run = load_scenario(tmp_path, loadgen_scenario=name, loadgen_rate=rate)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert run["scenario"]["connections"] == connections
+    assert run["phases"]["measure"]["environment"]["WRK_CONNECTIONS"] == str(connections)
 
 
 def test_vegeta_exports_its_metrics_where_the_urls_are_few(tmp_path: Path) -> None:
