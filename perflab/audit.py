@@ -3,7 +3,9 @@
 Each rule is a named function of the run's result and its observations (what Prometheus and the
 inventory saw over the run window). A rule yields VALID, WARN or INVALID with evidence, or
 NOT_EVALUATED with the reason when the data it needs is missing: a rule never passes silently.
-The run's verdict is the worst verdict of the rules that were evaluated.
+The run's verdict is the worst verdict of the rules that were evaluated. Beside it the audit
+states what the app spent (CPU seconds per 1,000 requests, max RSS): figures to compare apps by,
+not a rule.
 
 Every threshold lives in THRESHOLDS, with the reason for its value; the report numbers refer to
 ../shared/MISSION_NOTES.md.
@@ -17,7 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
-from perflab.model import SCHEMA_VERSION, RunResult, dumps, loads
+from perflab.model import SCHEMA_VERSION, RunResult, dumps, loads, percentile_key
 
 
 class Status(enum.Enum):
@@ -40,6 +42,7 @@ class Threshold:
 class Thresholds:
     max_errors: Threshold
     min_achieved_fraction: Threshold
+    max_p99_to_slo: Threshold
     max_loadgen_cpu_busy: Threshold
     max_dropped_share: Threshold
     app_cpu_well_below: Threshold
@@ -62,6 +65,15 @@ THRESHOLDS = Thresholds(
         0.95,
         "A constant-rate run measures latency at the rate asked; below 95% of it the system "
         "could not keep up (or the generator could not), and the latency belongs to another rate.",
+    ),
+    max_p99_to_slo=Threshold(
+        1.0,
+        "The method: latency beyond the SLO means the rate is not sustained. A constant-rate run is "
+        "sustainable only while its corrected p99 stays within the scenario's slo_p99_ms (its reason in "
+        "scenarios/*.yml; SLO_P99_MS= overrides it): above it requests queued, and the latency measured is "
+        "that of a system falling behind the rate asked. Over it a run is WARN, not INVALID: its figures "
+        "are sound and a comparison at that rate must show the app that could not keep it. The value is "
+        "the largest p99 / SLO; a p99 equal to the SLO is within it.",
     ),
     max_loadgen_cpu_busy=Threshold(
         0.80,
@@ -130,14 +142,24 @@ class TierCpu:
 
     busy_cores: float  # average cores in use
     allotted_cores: float  # cores the tier may use (its affinity / quota, else the host's)
+    # Seconds busy_cores is the average over (the CPU samples around the measured phase, which
+    # take in the quiet time before it); None in observations written before it was kept.
+    window_s: float | None = None
 
     def __post_init__(self) -> None:
         if not (self.allotted_cores > 0 and self.busy_cores >= 0):
             raise ValueError(f"CPU use needs allotted_cores > 0 and busy_cores >= 0, not {self}")
+        if self.window_s is not None and not self.window_s > 0:
+            raise ValueError(f"a CPU window is a positive number of seconds, not {self.window_s}")
 
     @property
     def busy_fraction(self) -> float:
         return self.busy_cores / self.allotted_cores
+
+    @property
+    def cpu_s(self) -> float | None:
+        """CPU seconds the tier used over its window."""
+        return None if self.window_s is None else self.busy_cores * self.window_s
 
 
 @dataclass(frozen=True)
@@ -295,6 +317,31 @@ def achieved_rate(run: RunResult, obs: Observations, t: Thresholds) -> RuleResul
                      f"dropped by {run.tool} ({share:.2%}; tolerance {t.max_dropped_share.value:.1%})")
     status = Status.INVALID if fraction < t.min_achieved_fraction.value else Status.VALID
     return _result(name, status, evidence)
+
+
+def p99_against_slo(p99_ms: float | None, slo_p99_ms: float | None, t: Thresholds = THRESHOLDS) -> RuleResult:
+    """The slo_p99 rule on its two figures; `perflab sweep` judges each step against its SLO with it."""
+    name = "slo_p99"
+    if slo_p99_ms is None:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: no p99 SLO is known for the run "
+                                                   "(slo_p99_ms in the scenario, or SLO_P99_MS=)")
+    if p99_ms is None:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: the run reported no corrected p99")
+    maximum = t.max_p99_to_slo.value
+    shares = f"({p99_ms / slo_p99_ms:.0%}; maximum {maximum:.0%})"
+    if p99_ms > slo_p99_ms * maximum:
+        return _result(name, Status.WARN,
+                       f"corrected p99 {p99_ms:g} ms is over the p99 SLO of {slo_p99_ms:g} ms {shares}: "
+                       "latency beyond the SLO means the rate asked is not sustained")
+    return _result(name, Status.VALID, f"corrected p99 {p99_ms:g} ms within the p99 SLO of {slo_p99_ms:g} ms {shares}")
+
+
+def slo_p99(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """Corrected p99 above the scenario's SLO: WARN. The figures are sound (an INVALID run is one whose
+    figures cannot be trusted); they show an app that does not sustain the rate within its SLO, which a
+    comparison at that rate must show rather than leave out. `make sweep` stops there."""
+    slo = run.scenario.slo_p99_ms if run.scenario is not None else None
+    return p99_against_slo(run.latency_corrected.percentiles_ms.get(percentile_key(99)), slo, t)
 
 
 def loadgen_cpu(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
@@ -459,6 +506,7 @@ RULES: tuple[Rule, ...] = (
     run_complete,
     no_errors,
     achieved_rate,
+    slo_p99,
     loadgen_cpu,
     app_is_bottleneck,
     tiers_not_colocated,
@@ -469,10 +517,48 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class AppCost:
+    """What the app spent on the run: CPU seconds per 1,000 requests and its largest resident
+    memory. Not a rule (nothing is judged against them); figures to compare apps by. None = not
+    known, and the sentence says why."""
+
+    cpu_s_per_1000_requests: float | None
+    max_rss_bytes: float | None
+    sentence: str
+
+
+def app_cost(run: RunResult, obs: Observations) -> AppCost:
+    """The app's CPU over the measured phase (its busy cores x their window, from the CPU samples
+    around the phase) per 1,000 requests the load generator made, and the app's max RSS."""
+    per_1000 = None
+    cpu = obs.app_cpu
+    if cpu is None:
+        cpu_text = "CPU per 1,000 requests not evaluated: no CPU figure of the app"
+    elif cpu.cpu_s is None:
+        cpu_text = ("CPU per 1,000 requests not evaluated: the observations give the app's busy cores but not "
+                    "the seconds they average over (written before perflab kept them)")
+    elif run.requests <= 0:
+        cpu_text = f"{cpu.cpu_s:.2f} CPU-s for no request"
+    else:
+        per_1000 = cpu.cpu_s * 1000 / run.requests
+        cpu_text = (f"{per_1000:.3f} CPU-s per 1,000 requests ({cpu.cpu_s:.2f} CPU-s, {cpu.busy_cores:.2f} cores "
+                    f"over {cpu.window_s:.1f} s, for {run.requests} requests)")
+    if obs.app_max_rss_bytes is None:
+        rss_text = "max RSS " + _not_observed(obs, "app_max_rss_bytes", what="on the app's memory")
+    else:
+        rss_text = f"max RSS {obs.app_max_rss_bytes / MIB:.1f} MiB"
+    return AppCost(per_1000, obs.app_max_rss_bytes, f"{cpu_text}; {rss_text}")
+
+
 @dataclass(frozen=True)
 class Verdict:
     status: Status  # the worst of the evaluated rules; never NOT_EVALUATED
     rules: tuple[RuleResult, ...]
+    app_cost: AppCost  # stated beside the verdict, never part of it
 
     @property
     def not_evaluated(self) -> tuple[RuleResult, ...]:
@@ -489,4 +575,4 @@ def audit(run: RunResult, observations: Observations | None = None, thresholds: 
     results = tuple(rule(run, obs, thresholds) for rule in RULES)
     evaluated = [r.status for r in results if r.status is not Status.NOT_EVALUATED]
     status = max(evaluated, key=_SEVERITY.__getitem__, default=Status.VALID)
-    return Verdict(status, results)
+    return Verdict(status, results, app_cost(run, obs))

@@ -13,6 +13,7 @@ Commands:
       For both: CONTEXT.json (a RunContext: start and end, scenario, app and JVM settings,
       hosts, versions) is merged into the result. k6 was retired (AGPL): parse-k6 says so, exit 2.
   perflab audit RESULT.json [--observations OBS.json] [--json]
+      the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS)
   perflab thresholds                                 every audit threshold with its reason
   perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
 
@@ -273,6 +274,9 @@ def _audit(args: argparse.Namespace) -> int:
             "rules": [
                 {"rule": r.rule, "status": r.status.value, "evidence": r.evidence} for r in verdict.rules
             ],
+            "app_cost": verdict.app_cost.sentence,
+            "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
+            "app_max_rss_bytes": verdict.app_cost.max_rss_bytes,
         }
         print(json.dumps(document, indent=2))
     else:
@@ -280,6 +284,7 @@ def _audit(args: argparse.Namespace) -> int:
         order = [audit.Status.INVALID, audit.Status.WARN, audit.Status.VALID, audit.Status.NOT_EVALUATED]
         for rule in sorted(verdict.rules, key=lambda r: order.index(r.status)):
             print(f"  {rule.status.value:<13} {rule.rule}: {rule.evidence}")
+        print(f"app cost: {verdict.app_cost.sentence}")
     return _EXIT_BY_STATUS[verdict.status]
 
 

@@ -164,6 +164,13 @@ class ScenarioRun:
     connections: int | None = None
     threads: int | None = None
     parameters: dict[str, str] = field(default_factory=dict)
+    # The corrected p99 the run must stay within (the scenario's slo_p99_ms, or SLO_P99_MS=); None
+    # in results written before the SLO was carried, and where no SLO is known.
+    slo_p99_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.slo_p99_ms is not None and not (math.isfinite(self.slo_p99_ms) and self.slo_p99_ms > 0):
+            raise ValueError(f"slo_p99_ms must be a positive number of milliseconds, not {self.slo_p99_ms}")
 
 
 @dataclass(frozen=True)

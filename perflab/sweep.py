@@ -2,12 +2,15 @@
 
 `perflab sweep` runs one normal benchmark per rate (playbooks/bench.yml, each in its own
 results/<run-id>/), in increasing order, and stops at the first step that is not sustainable:
-a run that did not complete, an audit verdict INVALID, or a corrected p99 above the SLO. The
-last sustainable step before it is the maximum sustainable throughput. The SLO is the
-scenario's `slo_p99_ms` (as the bench loaded it, from bench-inputs.json) unless --slo-p99-ms
-overrides it. Everything lands in results/<UTC>-<app>-<scenario>-sweep/sweep.json, in the
-format docs/ARCHITECTURE.md ("A sweep") fixes; the file is rewritten after every step, so an
-interrupted sweep keeps the steps it made.
+a run that did not complete, an audit verdict INVALID, or a corrected p99 above the SLO (judged
+by the audit's rule slo_p99). The last sustainable step before it is the maximum sustainable
+throughput, and it is the app's only when the app limited the step that failed (its
+attribution.json names the tier): when another tier did, or none is named, the sweep says it was
+limited by that tier and that the app's maximum is above it. The SLO is the scenario's
+`slo_p99_ms` (as the bench loaded it, from bench-inputs.json) unless --slo-p99-ms overrides it.
+Everything lands in results/<UTC>-<app>-<scenario>-sweep/sweep.json, in the format
+docs/ARCHITECTURE.md ("A sweep") fixes, with `limited_by` added; the file is rewritten after
+every step, so an interrupted sweep keeps the steps it made.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perflab import audit as judge
 from perflab.model import RunResult, SchemaError
 
 SWEEP_SCHEMA_VERSION = 1
@@ -34,6 +38,10 @@ EXIT_DONE = 0  # the sweep found the limit or ran every step
 EXIT_RUN_FAILED = 1  # a step's run did not complete: the lab, not the app, stopped the sweep
 EXIT_USAGE = 2
 EXIT_REFUSED = 4  # the bench refused the input before any run started
+
+# sweep.json's limited_by when the failing step's attribution names no tier (or there is none).
+UNKNOWN_TIER = "unknown"
+APP_TIER = "app"
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +65,9 @@ class Step:
     p50_ms: float | None = None
     p999_ms: float | None = None
     errors: int | None = None
-    problem: str | None = None  # why the run is unusable or INVALID
+    problem: str | None = None  # why the run is unusable or INVALID (the SLO aside: within_slo says that)
+    limiting_tier: str | None = None  # its attribution.json's; None when it names none or there is none
+    attribution: str | None = None  # the attribution's sentence
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,50 +121,68 @@ def scenario_slo(run_dir: Path) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def _attribution(run_dir: Path) -> tuple[str | None, str | None]:
+    """The limiting tier and the sentence of the run's attribution.json; None, None without one."""
+    found = _read_json(run_dir / "attribution.json")
+    if not isinstance(found, dict):
+        return None, None
+    tier, sentence = found.get("limiting_tier"), found.get("sentence")
+    return (tier if isinstance(tier, str) and tier else None), (sentence if isinstance(sentence, str) else None)
+
+
 def read_step(rate: int, run_dir: Path, slo_p99_ms: float | None) -> Step:
-    """Judge one step from its run directory: status.json, result.json, audit.json."""
+    """Judge one step from its run directory: status.json, result.json, audit.json, attribution.json.
+
+    The SLO is judged by the audit's rule slo_p99 against the sweep's SLO (the one the bench ran
+    with), so its INVALID outcome in audit.json is no problem of its own: within_slo says it."""
+    limiting_tier, attribution = _attribution(run_dir)
     status = _read_json(run_dir / "status.json")
     if not isinstance(status, dict) or status.get("status") != "complete":
         why = "no readable status.json"
         if isinstance(status, dict):
             why = f"{status.get('failed_step') or 'not finished'}: {' '.join(str(status.get('reason', '')).split())}"
-        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=why[:300])
+        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=why[:300],
+                    limiting_tier=limiting_tier, attribution=attribution)
     try:
         result = RunResult.from_json((run_dir / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, SchemaError) as exc:
-        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=f"result.json: {exc}"[:300])
+        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=f"result.json: {exc}"[:300],
+                    limiting_tier=limiting_tier, attribution=attribution)
     audit = _read_json(run_dir / "audit.json")
     verdict = audit.get("status") if isinstance(audit, dict) else None
     percentiles = result.latency_corrected.percentiles_ms
     p99 = percentiles.get("99")
     problem = None
     if verdict == "INVALID":
-        problem = "; ".join(
-            f"{r.get('rule')}: {r.get('evidence')}" for r in audit.get("rules", []) if r.get("status") == "INVALID"
-        )
+        invalid = [r for r in audit.get("rules", []) if r.get("status") == "INVALID"]
+        others = [r for r in invalid if r.get("rule") != "slo_p99"]
+        if others or not invalid:  # an INVALID for the SLO alone is within_slo's to say
+            problem = "; ".join(f"{r.get('rule')}: {r.get('evidence')}" for r in others)
     elif verdict is None:
         problem = "no readable audit.json"
     return Step(
         rate=rate, run_id=run_dir.name, status="complete", verdict=verdict,
         achieved_rate=result.achieved_rate, p99_ms=p99,
-        within_slo=p99 is not None and slo_p99_ms is not None and p99 <= slo_p99_ms,
+        within_slo=judge.p99_against_slo(p99, slo_p99_ms).status is judge.Status.VALID,
         p50_ms=percentiles.get("50"), p999_ms=percentiles.get("99.9"), errors=result.errors.total(), problem=problem,
+        limiting_tier=limiting_tier, attribution=attribution,
     )
 
 
 def is_sustainable(step: Step) -> bool:
-    """Complete, judged VALID or WARN by the audit, and p99 within the SLO."""
-    return step.status == "complete" and step.verdict in ("VALID", "WARN") and step.within_slo
+    """Complete, judged by the audit with no INVALID rule but the SLO's, and p99 within the SLO."""
+    return (step.status == "complete" and step.verdict in ("VALID", "WARN", "INVALID") and step.problem is None
+            and step.within_slo)
 
 
 def stop_reason(step: Step, slo_p99_ms: float | None) -> str | None:
     """Why the sweep stops at this step; None when the step is sustainable and it goes on."""
     if step.status != "complete":
         return f"the run at {step.rate} req/s did not complete ({step.problem})"
-    if step.verdict == "INVALID":
-        return f"the audit judged the run at {step.rate} req/s INVALID ({step.problem})"
-    if step.verdict not in ("VALID", "WARN"):
+    if step.verdict not in ("VALID", "WARN", "INVALID"):
         return f"the run at {step.rate} req/s has no audit verdict ({step.problem})"
+    if step.problem is not None:
+        return f"the audit judged the run at {step.rate} req/s INVALID ({step.problem})"
     if slo_p99_ms is None:
         return f"no p99 SLO is known for the run at {step.rate} req/s: set slo_p99_ms in the scenario or SLO_P99_MS="
     if step.p99_ms is None:
@@ -188,6 +216,20 @@ class Sweep:
             best = step
         return best
 
+    @property
+    def failed_step(self) -> Step | None:
+        """The first step that was not sustainable: where the sweep stopped; None when none failed."""
+        return next((step for step in self.steps if not is_sustainable(step)), None)
+
+    @property
+    def limited_by(self) -> str | None:
+        """The tier that limited the failed step (its attribution), UNKNOWN_TIER when it names none;
+        None when no step failed (the limit was not reached)."""
+        failed = self.failed_step
+        if failed is None:
+            return None
+        return failed.limiting_tier or UNKNOWN_TIER
+
     def to_json(self) -> str:
         best = self.max_sustainable_step
         document = {
@@ -195,6 +237,7 @@ class Sweep:
             "slo_p99_ms": self.slo_p99_ms, "started_at": self.started_at, "ended_at": self.ended_at,
             "steps": [step.to_json() for step in self.steps],
             "max_sustainable_rate": best.rate if best else None,
+            "limited_by": self.limited_by,
             "stopped_because": self.stopped_because,
         }
         return json.dumps(document, indent=2) + "\n"
@@ -235,30 +278,42 @@ def run_sweep(
     return sweep
 
 
+def _number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def table(sweep: Sweep) -> str:
     """The latency-throughput curve, one row per step, and the sweep's outcome."""
     header = ["rate/s", "achieved/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict", "p99<=SLO", "run"]
-
-    def number(value: float | None, digits: int = 2) -> str:
-        return "-" if value is None else f"{value:.{digits}f}"
-
     rows = [[
-        str(s.rate), number(s.achieved_rate, 1), number(s.p50_ms), number(s.p99_ms), number(s.p999_ms),
+        str(s.rate), _number(s.achieved_rate, 1), _number(s.p50_ms), _number(s.p99_ms), _number(s.p999_ms),
         "-" if s.errors is None else str(s.errors), s.verdict or s.status, "yes" if s.within_slo else "no",
         s.run_id or "-",
     ] for s in sweep.steps]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    best = sweep.max_sustainable_step
-    slo = "unknown" if sweep.slo_p99_ms is None else f"{sweep.slo_p99_ms:g} ms"
-    lines.append(
-        f"max sustainable throughput ({sweep.app}, {sweep.scenario}, p99 SLO {slo}): "
-        + (f"{best.rate} req/s (achieved {number(best.achieved_rate, 1)}, p99 {number(best.p99_ms)} ms)" if best
-           else "none: not even the first step was sustainable")
-    )
+    lines.append(outcome(sweep))
     lines.append(f"stopped because {sweep.stopped_because}")
     return "\n".join(lines)
+
+
+def outcome(sweep: Sweep) -> str:
+    """The sweep's maximum, as the app's only when the app limited the step that failed."""
+    best, failed, tier = sweep.max_sustainable_step, sweep.failed_step, sweep.limited_by
+    slo = "unknown" if sweep.slo_p99_ms is None else f"{sweep.slo_p99_ms:g} ms"
+    what = f"{sweep.app}, {sweep.scenario}, p99 SLO {slo}"
+    if failed is None or tier == APP_TIER:
+        limit = "" if failed is None else f"; the app limited the run at {failed.rate} req/s"
+        return f"max sustainable throughput ({what}): " + (
+            f"{best.rate} req/s (achieved {_number(best.achieved_rate, 1)}, p99 {_number(best.p99_ms)} ms){limit}"
+            if best else "none: not even the first step was sustainable")
+    named = "an unknown tier" if tier == UNKNOWN_TIER else tier
+    why = f"the run at {failed.rate} req/s: {failed.attribution or 'no attribution.json'}"
+    if best is None:
+        return f"max sustainable throughput ({what}): none: the first step was limited by {named} ({why})"
+    return (f"limited by {named} at {best.rate} req/s: the app's maximum is above this ({what}; achieved "
+            f"{_number(best.achieved_rate, 1)}, p99 {_number(best.p99_ms)} ms; {why})")
 
 
 def _run_dirs(results: Path) -> set[Path]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """make compare: run playbooks/bench.yml for every app in turn with the same options, then
-print one table of the runs (tool, achieved rate, corrected p50/p99/p99.9, errors, verdict).
+print one table of the runs (tool, achieved rate, corrected p50/p99/p99.9, errors, verdict, then what
+the app spent as the audit states it: CPU seconds per 1,000 requests and max RSS).
 Runs of different tools (TOOL=auto picks per run) are never compared silently: the table says so.
 
 Usage: bench_compare.py --inventory INV --apps "quarkus spring-webflux spring-mvc" -- ANSIBLE_ARGS...
@@ -19,6 +20,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+MIB = 1024 * 1024
 
 
 def _run_dirs() -> set[Path]:
@@ -48,11 +50,20 @@ def _row(app: str, run_dir: Path | None) -> list[str]:
         f"{result['target_rate']:g}", f"{result['achieved_rate']:.1f}", result["tool"],
         *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
         errors, audit.get("status", "?"),
+        _figure(audit.get("app_cpu_s_per_1000_requests"), 1, "{:.3f}"),
+        _figure(audit.get("app_max_rss_bytes"), MIB, "{:.1f}"),
     ]
 
 
+def _figure(value: Any, unit: float, spec: str) -> str:
+    """An audit figure in UNIT, or "-" where the audit did not state it (not observed, older audit.json)."""
+    return spec.format(value / unit) if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
 def _table(rows: list[list[str]]) -> str:
-    header = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict"]
+    # New columns go at the end: tests/bench_runs reads a row by position up to the tool.
+    header = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict",
+              "app CPU-s/1k req", "app max RSS MiB"]
     rows = [row + [""] * (len(header) - len(row)) for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]

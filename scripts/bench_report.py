@@ -62,7 +62,7 @@ def _context(inputs: dict[str, Any]) -> RunContext:
         scenario=ScenarioRun(
             name=scenario["name"], rate=float(scenario["rate"]), duration_s=float(run["duration_s"]),
             warmup_s=float(run["warmup_s"]), connections=int(scenario["connections"]),
-            threads=int(scenario["threads"]), parameters=parameters,
+            threads=int(scenario["threads"]), parameters=parameters, slo_p99_ms=_slo_p99_ms(scenario),
         ),
         app=AppSettings(
             name=deployment["app"], profile=deployment.get("profile"),
@@ -76,6 +76,12 @@ def _context(inputs: dict[str, Any]) -> RunContext:
         versions={k: str(v) for k, v in inputs["versions"].items() if v},
         raw_output=inputs["raw_output"],
     )
+
+
+def _slo_p99_ms(scenario: dict[str, Any]) -> float | None:
+    """The scenario's p99 SLO as the bench ran it (SLO_P99_MS= applied); None where bench-inputs.json has none."""
+    value = scenario.get("slo_p99_ms")
+    return None if value is None else float(value)
 
 
 def cpu_seconds(inputs: dict[str, Any]) -> dict[str, float]:
@@ -108,7 +114,8 @@ def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) ->
 
     def tier_cpu(tier: str) -> TierCpu:
         start, end = inputs["cpu_start"][tier], inputs["cpu_end"][tier]
-        return TierCpu(busy_cores=used[tier] / max(end["at"] - start["at"], 1e-3), allotted_cores=len(start["cpus"]))
+        window_s = max(end["at"] - start["at"], 1e-3)
+        return TierCpu(busy_cores=used[tier] / window_s, allotted_cores=len(start["cpus"]), window_s=window_s)
 
     window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
                             quiet_s=float(inputs.get("quiet_s", 0.0)))

@@ -1,6 +1,11 @@
 """Every rule fires and keeps quiet; the wrk2 fixtures get the verdicts issue 5 asks for."""
 
 import dataclasses
+import importlib.util
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -64,8 +69,8 @@ def test_rules_without_data_say_so_and_do_not_decide_the_verdict() -> None:
     assert verdict.status is Status.VALID
     skipped = {r.rule: r.evidence for r in verdict.not_evaluated}
     assert set(skipped) == {
-        "loadgen_cpu", "app_is_bottleneck", "tiers_not_colocated", "warmed_up", "steady_mix", "same_db_work",
-        "jit_quiet",
+        "slo_p99", "loadgen_cpu", "app_is_bottleneck", "tiers_not_colocated", "warmed_up", "steady_mix",
+        "same_db_work", "jit_quiet",
     }
     assert skipped["loadgen_cpu"] == "not evaluated: no Prometheus data"
     assert all(text.startswith("not evaluated") for text in skipped.values())
@@ -148,6 +153,45 @@ def test_observations_written_before_the_retirement_of_k6_still_load() -> None:
         Observations.from_json(old.replace('"loadgen_dropped_per_s": null', '"loadgen_dropped_per_s": 2.5'))
     with pytest.raises(SchemaError, match="not JSON"):
         Observations.from_json("{")
+
+
+def _with_p99(p99_ms: float, slo_p99_ms: float | None) -> RunResult:
+    latency = dataclasses.replace(STEADY.latency_corrected,
+                                  percentiles_ms={**STEADY.latency_corrected.percentiles_ms, "99": p99_ms})
+    return dataclasses.replace(STEADY, latency_corrected=latency,
+                               scenario=dataclasses.replace(SCENARIO, slo_p99_ms=slo_p99_ms))
+
+
+def test_a_p99_over_the_slo_is_a_warning_with_both_numbers() -> None:
+    fired = rule_result(audit.slo_p99, _with_p99(4000.0, 1100.0))
+    assert (fired.status, fired.evidence) == (
+        Status.WARN,
+        "corrected p99 4000 ms is over the p99 SLO of 1100 ms (364%; maximum 100%): latency beyond the SLO "
+        "means the rate asked is not sustained",
+    )
+    assert audit.audit(_with_p99(4000.0, 1100.0)).status is Status.WARN
+
+
+def test_a_p99_within_the_slo_is_valid() -> None:
+    quiet = rule_result(audit.slo_p99, _with_p99(20.0, 25.0))
+    assert (quiet.status, quiet.evidence) == (
+        Status.VALID, "corrected p99 20 ms within the p99 SLO of 25 ms (80%; maximum 100%)")
+    assert rule_result(audit.slo_p99, _with_p99(25.0, 25.0)).status is Status.VALID  # at the SLO is within it
+
+
+def test_without_an_slo_the_p99_is_not_evaluated() -> None:
+    no_slo = rule_result(audit.slo_p99, _with_p99(4000.0, None))
+    assert (no_slo.status, no_slo.evidence) == (
+        Status.NOT_EVALUATED,
+        "not evaluated: no p99 SLO is known for the run (slo_p99_ms in the scenario, or SLO_P99_MS=)",
+    )
+    assert rule_result(audit.slo_p99, STEADY).status is Status.NOT_EVALUATED  # no scenario recorded
+    assert audit.audit(_with_p99(4000.0, None)).status is Status.VALID
+
+
+def test_the_slo_threshold_has_its_reason() -> None:
+    assert THRESHOLDS.max_p99_to_slo.value == 1.0
+    assert "latency beyond the SLO means the rate is not sustained" in THRESHOLDS.max_p99_to_slo.reason
 
 
 def test_loadgen_cpu() -> None:
@@ -297,3 +341,98 @@ def test_impossible_cpu_use_is_refused() -> None:
 def test_impossible_observations_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         Observations(**bad)  # type: ignore[arg-type]
+
+
+# --- the app's cost, beside the verdict --------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"perflab_script_{name}", ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+APP_CPU = TierCpu(busy_cores=0.5, allotted_cores=1, window_s=30.0)  # 15 CPU-s
+
+
+def test_the_app_cost_is_cpu_seconds_per_1000_requests_and_max_rss() -> None:
+    verdict = audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024))
+    cost = verdict.app_cost
+    assert cost.cpu_s_per_1000_requests == pytest.approx(15 * 1000 / 39904)
+    assert cost.max_rss_bytes == 300 * 1024 * 1024
+    assert cost.sentence == ("0.376 CPU-s per 1,000 requests (15.00 CPU-s, 0.50 cores over 30.0 s, "
+                             "for 39904 requests); max RSS 300.0 MiB")
+    assert verdict.status is Status.VALID  # figures, not a rule
+
+
+def test_the_app_cost_says_what_it_lacks() -> None:
+    nothing = audit.audit(STEADY).app_cost
+    assert (nothing.cpu_s_per_1000_requests, nothing.max_rss_bytes) == (None, None)
+    assert nothing.sentence == ("CPU per 1,000 requests not evaluated: no CPU figure of the app; "
+                                "max RSS not evaluated: no Prometheus data on the app's memory")
+    # Observations written before the CPU window was kept: busy cores, but over how long is unknown.
+    old = audit.audit(STEADY, Observations(app_cpu=TierCpu(0.5, 1), unobserved={
+        "app_max_rss_bytes": "process-exporter reported no app-java group on the app host"})).app_cost
+    assert old.cpu_s_per_1000_requests is None
+    assert old.sentence == ("CPU per 1,000 requests not evaluated: the observations give the app's busy cores but "
+                            "not the seconds they average over (written before perflab kept them); max RSS not "
+                            "evaluated: process-exporter reported no app-java group on the app host")
+
+
+def test_a_cpu_window_is_positive() -> None:
+    assert APP_CPU.cpu_s == 15.0 and TierCpu(0.5, 1).cpu_s is None
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        TierCpu(busy_cores=0.5, allotted_cores=1, window_s=0)
+
+
+def _bench_inputs(scenario: Mapping[str, object]) -> dict[str, object]:
+    """bench-inputs.json as playbooks/bench.yml writes it, with what scripts/bench_report.py reads."""
+    sample = {"host": "perflab-app", "machine": "m", "cpus": [1], "usage_usec": 0, "at": 0.0}
+    return {
+        "run": {"scenario": {"name": "zipcodes", "rate": 500, "connections": 16, "threads": 2, **scenario},
+                "phases": {"measure": {"environment": {"WRITE_RATIO": "0.5"}}}, "tool": "wrk2",
+                "target_url": "http://perflab-app:8080", "duration_s": 60, "warmup_s": 30, "calibration_ms": 0},
+        "db_delay_ms": 0, "measure_started_at": "2026-11-24T00:07:50Z", "measure_ended_at": "2026-11-24T00:08:50Z",
+        "deployment": {"app": "quarkus", "start_to_ready_ms": 900.0},
+        "cpu_start": {"app": sample}, "tiers": {"app": ["perflab-app"]}, "hosts": {}, "versions": {},
+        "raw_output": "wrk2-measure.txt",
+    }
+
+
+@pytest.mark.parametrize(("given", "carried"), [(50.0, 50.0), (None, None)])
+def test_the_context_carries_the_scenarios_slo(given: float | None, carried: float | None) -> None:
+    """The SLO the bench ran with (bench-inputs.json); bench-inputs written before it carried one has none."""
+    scenario = {} if given is None else {"slo_p99_ms": given}
+    context = load_script("bench_report")._context(_bench_inputs(scenario))
+    assert context.scenario.slo_p99_ms == carried
+    result = STEADY.with_context(context)
+    assert rule_result(audit.slo_p99, result).status is (Status.NOT_EVALUATED if carried is None else Status.VALID)
+
+
+def _compare_run(run_dir: Path, audit_document: dict[str, object]) -> None:
+    run_dir.mkdir()
+    (run_dir / "status.json").write_text(json.dumps({"status": "complete"}))
+    (run_dir / "result.json").write_text(STEADY.to_json())
+    (run_dir / "audit.json").write_text(json.dumps(audit_document))
+
+
+def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
+    compare = load_script("bench_compare")
+    verdict = audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024))
+    _compare_run(tmp_path / "new", {"status": "VALID", "rules": [],
+                                    "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
+                                    "app_max_rss_bytes": verdict.app_cost.max_rss_bytes})
+    _compare_run(tmp_path / "old", {"status": "VALID", "rules": []})  # audited before the app's cost
+    lines = compare._table([compare._row("quarkus", tmp_path / "new"), compare._row("spring-mvc", tmp_path / "old"),
+                            compare._row("spring-webflux", None)]).splitlines()
+    assert lines[0].split("  ")[-3:] == ["verdict", "app CPU-s/1k req", "app max RSS MiB"]
+    # The columns before stay where they were (tests/bench_runs reads a row by position).
+    assert lines[2].split()[:6] == ["quarkus", "new", "complete", "2000", "1995.1", "wrk2"]
+    assert lines[2].split()[-3:] == ["VALID", "0.376", "300.0"]
+    assert lines[3].split()[-3:] == ["VALID", "-", "-"]
+    assert lines[4].split()[1:] == ["-", "no", "run", "(rejected", "before", "it", "started)"]

@@ -145,6 +145,8 @@ def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
         "  INVALID       no_errors: 80 errors in 11984 requests (timeout 80)\n"
         "  INVALID       achieved_rate: achieved 597.65 req/s of 1000 asked (59.8%; minimum 95%)\n"
         "  VALID         run_complete: the run completed\n"
+        "  NOT_EVALUATED slo_p99: not evaluated: no p99 SLO is known for the run (slo_p99_ms in the scenario, or "
+        "SLO_P99_MS=)\n"
         "  NOT_EVALUATED loadgen_cpu: not evaluated: no Prometheus data\n"
         "  NOT_EVALUATED app_is_bottleneck: not evaluated: no Prometheus data for the app's and the DB's CPU and disk\n"
         "  NOT_EVALUATED tiers_not_colocated: not evaluated: no placement from the inventory\n"
@@ -152,7 +154,40 @@ def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
         "  NOT_EVALUATED steady_mix: not evaluated: no Prometheus data on the read/write mix\n"
         "  NOT_EVALUATED same_db_work: not evaluated: no Prometheus data on DB sessions and statements\n"
         "  NOT_EVALUATED jit_quiet: not evaluated: no Prometheus data on JIT compilation\n"
+        "app cost: CPU per 1,000 requests not evaluated: no CPU figure of the app; max RSS not evaluated: "
+        "no Prometheus data on the app's memory\n"
     )
+
+
+def test_audit_judges_the_slo_and_states_the_apps_cost(tmp_path: Path) -> None:
+    """The run as the bench audits it: its context carries the scenario's SLO, its observations
+    the app's CPU (busy cores over their window) and max RSS."""
+    context = tmp_path / "context.json"
+    context.write_text(RunContext(scenario=ScenarioRun(name="greeting", rate=1000, duration_s=25, warmup_s=30,
+                                                       slo_p99_ms=25.0)).to_json())
+    parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-1000rps.txt", "--target-rate", "1000",
+                     "--percentiles", WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json", "--context", context,
+                     "--json")
+    result = tmp_path / "result.json"
+    result.write_text(parsed.stdout)
+    observations = tmp_path / "observations.json"
+    observations.write_text(Observations(app_cpu=TierCpu(busy_cores=0.25, allotted_cores=1, window_s=40.0),
+                                         app_max_rss_bytes=200 * 1024 * 1024).to_json())
+    done = perflab("audit", result, "--observations", observations)
+    assert done.returncode == 3  # WARN
+    lines = done.stdout.splitlines()
+    assert lines[:2] == [
+        "verdict: WARN",
+        "  WARN          slo_p99: corrected p99 28.82 ms is over the p99 SLO of 25 ms (115%; maximum 100%): "
+        "latency beyond the SLO means the rate asked is not sustained",
+    ]
+    assert lines[-1] == ("app cost: 0.400 CPU-s per 1,000 requests (10.00 CPU-s, 0.25 cores over 40.0 s, "
+                         "for 24994 requests); max RSS 200.0 MiB")
+    document = json.loads(perflab("audit", result, "--observations", observations, "--json").stdout)
+    assert document["app_cost"] == lines[-1].removeprefix("app cost: ")
+    assert document["app_cpu_s_per_1000_requests"] == pytest.approx(10 * 1000 / 24994)
+    assert document["app_max_rss_bytes"] == 200 * 1024 * 1024
+    assert {"rule": "slo_p99", "status": "WARN", "evidence": lines[1].split("slo_p99: ", 1)[1]} in document["rules"]
 
 
 def test_audit_with_observations_warns_and_fails(tmp_path: Path) -> None:

@@ -144,3 +144,39 @@ def test_context_is_merged_into_the_tool_result() -> None:
 def test_run_window_must_make_sense(started: str, ended: str | None, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         RunContext(started_at=started, ended_at=ended)
+
+
+def test_the_scenarios_slo_round_trips_and_files_without_it_still_load() -> None:
+    result = full_result()
+    assert result.scenario is not None
+    with_slo = dataclasses.replace(result, scenario=dataclasses.replace(result.scenario, slo_p99_ms=25.0))
+    assert RunResult.from_json(with_slo.to_json()) == with_slo
+    # result.json and context.json written before the SLO was carried have no slo_p99_ms.
+    old_result = _mutated(scenario__slo_p99_ms=KeyError)
+    assert "slo_p99_ms" not in json.loads(old_result)["scenario"]
+    loaded = RunResult.from_json(old_result)
+    assert loaded.scenario is not None and loaded.scenario.slo_p99_ms is None
+    context = json.loads(RunContext(scenario=ScenarioRun(name="greeting", rate=2000, duration_s=20, warmup_s=30))
+                         .to_json())
+    del context["scenario"]["slo_p99_ms"]
+    old_context = RunContext.from_json(json.dumps(context))
+    assert old_context.scenario is not None and old_context.scenario.slo_p99_ms is None
+    assert json.loads(with_slo.to_json())["schema_version"] == SCHEMA_VERSION == 1
+
+
+@pytest.mark.parametrize("slo", [0, -5, float("nan")])
+def test_an_slo_is_a_positive_number_of_milliseconds(slo: float) -> None:
+    with pytest.raises(ValueError, match="slo_p99_ms must be a positive number of milliseconds"):
+        ScenarioRun(name="greeting", rate=2000, duration_s=20, warmup_s=30, slo_p99_ms=slo)
+    with pytest.raises(SchemaError, match="RunResult.scenario: slo_p99_ms must be a positive number"):
+        RunResult.from_json(_mutated(scenario__slo_p99_ms=-1))
+
+
+def test_observations_without_a_cpu_window_still_load() -> None:
+    """observations.json written before each tier's CPU window was kept."""
+    observations = Observations(app_cpu=TierCpu(busy_cores=0.5, allotted_cores=1, window_s=22.9))
+    assert Observations.from_json(observations.to_json()) == observations
+    document = json.loads(observations.to_json())
+    del document["app_cpu"]["window_s"]
+    old = Observations.from_json(json.dumps(document))
+    assert old.app_cpu == TierCpu(busy_cores=0.5, allotted_cores=1) and old.app_cpu.cpu_s is None

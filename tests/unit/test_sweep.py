@@ -1,8 +1,8 @@
 """perflab sweep: the rates it runs, where it stops and why, and the sweep.json it leaves.
 
 The steps' run directories are written here as the bench writes them (status.json, result.json
-from a real RunResult, audit.json, bench-inputs.json); the runner that `make sweep` uses instead
-runs playbooks/bench.yml (tests/bench_runs/test_sweep_run.py runs it on a lab)."""
+from a real RunResult, audit.json with the audit's SLO rule, attribution.json, bench-inputs.json);
+the runner that `make sweep` uses instead runs playbooks/bench.yml (tests/sweep_lab runs it on a lab)."""
 
 import json
 import subprocess
@@ -12,20 +12,34 @@ from pathlib import Path
 
 import pytest
 
-from perflab import report, sweep
+from perflab import audit, report, sweep
+from perflab.attribution import Attribution
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult
 
 SCENARIO_SLO = 50.0
+# What attribution.json says of a run limited by each tier (perflab/attribution.py's sentences).
+SENTENCES = {
+    "app": "limited by the app: its CPU 98% busy, at 300 of 300 req/s (100%).",
+    "db": "limited by the database: the app had 3.1 requests waiting for a DB connection on average while the DB "
+          "host had its disk 93% busy, at 300 of 300 req/s (100%).",
+    "loadgen": "limited by the load generator: its CPU 95% busy, at 100 of 100 req/s (100%).",
+    None: "no tier was saturated: the system kept up with the offered rate, 300 of 300 req/s (100%).",
+}
 
 
 def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 10.0, achieved: float | None = None,
-              complete: bool = True, slo: float | None = SCENARIO_SLO) -> None:
-    """A run directory as playbooks/bench.yml leaves it."""
+              complete: bool = True, slo: float | None = SCENARIO_SLO, limiting_tier: str | None = "app",
+              attributed: bool = True) -> None:
+    """A run directory as playbooks/bench.yml leaves it. VERDICT is the audit's but for its SLO
+    rule, which judges P99 against SLO as `perflab audit` does."""
     run_dir.mkdir(parents=True)
     scenario: dict[str, object] = {"name": "zipcodes", "rate": rate}
     if slo is not None:
         scenario["slo_p99_ms"] = slo
     (run_dir / "bench-inputs.json").write_text(json.dumps({"run": {"scenario": scenario}}))
+    if attributed:
+        attribution = Attribution(limiting_tier, SENTENCES[limiting_tier], evidence=(), tiers=())
+        (run_dir / "attribution.json").write_text(attribution.to_json())
     if not complete:
         (run_dir / "status.json").write_text(json.dumps(
             {"status": "incomplete", "failed_step": "deploying the app", "reason": "perflab-app failed to start"}))
@@ -40,6 +54,10 @@ def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 
     rules = [{"rule": "no_errors", "status": "VALID", "evidence": "0 errors"}]
     if verdict == "INVALID":
         rules.append({"rule": "achieved_rate", "status": "INVALID", "evidence": "achieved 80% of the target"})
+    slo_rule = audit.p99_against_slo(p99, slo)
+    rules.append({"rule": slo_rule.rule, "status": slo_rule.status.value, "evidence": slo_rule.evidence})
+    if slo_rule.status is audit.Status.WARN and verdict == "VALID":
+        verdict = "WARN"
     (run_dir / "audit.json").write_text(json.dumps({"schema_version": 1, "status": verdict, "rules": rules}))
     (run_dir / "status.json").write_text(json.dumps({"status": "complete", "verdict": verdict}))
 
@@ -47,8 +65,9 @@ def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 
 class FakeBench:
     """Stands in for playbooks/bench.yml: each rate's run directory from OUTCOMES (write_run options)."""
 
-    def __init__(self, results: Path, outcomes: dict[int, dict[str, object]]) -> None:
+    def __init__(self, results: Path, outcomes: dict[int, dict[str, object]], slo_override: float | None) -> None:
         self.results, self.outcomes, self.rates_run = results, outcomes, list[int]()
+        self.slo_override = slo_override
 
     def __call__(self, rate: int) -> Path | None:
         self.rates_run.append(rate)
@@ -56,13 +75,15 @@ class FakeBench:
         if outcome.get("refused"):
             return None
         run_dir = self.results / f"2026010{len(self.rates_run)}T000000Z-quarkus-zipcodes"
+        if self.slo_override is not None:  # the bench runs the scenario with SLO_P99_MS= as its SLO
+            outcome = {**outcome, "slo": self.slo_override}
         write_run(run_dir, rate, **outcome)  # type: ignore[arg-type]
         return run_dir
 
 
 def run(tmp_path: Path, rates: list[int], outcomes: dict[int, dict[str, object]],
         slo_override: float | None = None) -> tuple[sweep.Sweep, FakeBench, list[str]]:
-    bench = FakeBench(tmp_path, outcomes)
+    bench = FakeBench(tmp_path, outcomes, slo_override)
     saved: list[str] = []
     save: Callable[[sweep.Sweep], None] = lambda s: saved.append(s.to_json())
     done = sweep.run_sweep(sweep.Sweep("quarkus", "zipcodes", slo_override, "2026-01-01T00:00:00Z", []),
@@ -159,10 +180,12 @@ def test_sweep_json_is_saved_after_every_step_in_the_documented_format(tmp_path:
     assert json.loads(saved[0])["stopped_because"] == "not finished: 1 of 3 steps run"
     document = json.loads(saved[-1])
     assert set(document) == {"schema_version", "kind", "app", "scenario", "slo_p99_ms", "started_at", "ended_at",
-                             "steps", "max_sustainable_rate", "stopped_because"}
+                             "steps", "max_sustainable_rate", "limited_by", "stopped_because"}
     assert (document["schema_version"], document["kind"], document["max_sustainable_rate"]) == (1, "sweep", 200)
+    assert document["limited_by"] == "app"
+    # The verdict is the audit's, which judges the SLO too (rule slo_p99: WARN above it).
     assert document["steps"][2] == {"rate": 300, "run_id": "20260103T000000Z-quarkus-zipcodes", "status": "complete",
-                                    "verdict": "VALID", "achieved_rate": 300.0, "p99_ms": 80.0, "within_slo": False}
+                                    "verdict": "WARN", "achieved_rate": 300.0, "p99_ms": 80.0, "within_slo": False}
     # The reader of `make report` takes it as it is.
     sweep_dir = tmp_path / "20260101T000000Z-quarkus-zipcodes-sweep"
     sweep_dir.mkdir()
@@ -177,10 +200,64 @@ def test_table_lists_every_step_and_the_outcome(tmp_path: Path) -> None:
     assert lines[0].split() == ["rate/s", "achieved/s", "p50", "ms", "p99", "ms", "p99.9", "ms", "errors", "verdict",
                                 "p99<=SLO", "run"]
     assert lines[2].split()[:8] == ["100", "100.0", "2.50", "10.00", "20.00", "0", "VALID", "yes"]
-    assert lines[3].split()[:8] == ["200", "200.0", "15.00", "60.00", "120.00", "0", "VALID", "no"]
+    assert lines[3].split()[:8] == ["200", "200.0", "15.00", "60.00", "120.00", "0", "WARN", "no"]
     assert lines[4] == ("max sustainable throughput (quarkus, zipcodes, p99 SLO 50 ms): "
-                        "100 req/s (achieved 100.0, p99 10.00 ms)")
+                        "100 req/s (achieved 100.0, p99 10.00 ms); the app limited the run at 200 req/s")
     assert lines[5] == "stopped because p99 60 ms at 200 req/s exceeds the SLO of 50 ms"
+
+
+def test_the_slo_is_the_audits_rule_and_other_invalid_rules_come_first(tmp_path: Path) -> None:
+    done, _, _ = run(tmp_path, [100, 200], {200: {"verdict": "INVALID", "p99": 80.0}})
+    assert [r["rule"] for r in json.loads((tmp_path / "20260102T000000Z-quarkus-zipcodes" / "audit.json").read_text())
+            ["rules"] if r["status"] in ("INVALID", "WARN")] == ["achieved_rate", "slo_p99"]
+    assert done.stopped_because == (
+        "the audit judged the run at 200 req/s INVALID (achieved_rate: achieved 80% of the target)")
+    # The sweep judges the SLO with the audit's own rule: the same p99, the same outcome.
+    assert sweep.read_step(200, tmp_path / "20260102T000000Z-quarkus-zipcodes", 80.0).within_slo
+    assert not sweep.read_step(200, tmp_path / "20260102T000000Z-quarkus-zipcodes", 79.9).within_slo
+
+
+@pytest.mark.parametrize(("tier", "named"), [("db", "db"), ("loadgen", "loadgen"), (None, "an unknown tier")])
+def test_a_maximum_another_tier_limited_is_not_the_apps(tmp_path: Path, tier: str | None, named: str) -> None:
+    done, _, saved = run(tmp_path, [100, 200, 300], {300: {"p99": 80.0, "limiting_tier": tier}})
+    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    document = json.loads(saved[-1])
+    assert (document["max_sustainable_rate"], document["limited_by"]) == (200, tier or "unknown")
+    outcome = sweep.table(done).splitlines()[-2]
+    assert outcome == (f"limited by {named} at 200 req/s: the app's maximum is above this (quarkus, zipcodes, "
+                       f"p99 SLO 50 ms; achieved 200.0, p99 10.00 ms; the run at 300 req/s: {SENTENCES[tier]})")
+    assert "max sustainable" not in outcome
+
+
+def test_only_the_app_limiting_the_failed_step_makes_the_maximum_the_apps(tmp_path: Path) -> None:
+    done, _, saved = run(tmp_path, [100, 200, 300], {300: {"verdict": "INVALID", "limiting_tier": "app"}})
+    assert json.loads(saved[-1])["limited_by"] == "app"
+    assert sweep.table(done).splitlines()[-2] == (
+        "max sustainable throughput (quarkus, zipcodes, p99 SLO 50 ms): 200 req/s (achieved 200.0, p99 10.00 ms); "
+        "the app limited the run at 300 req/s")
+
+
+def test_a_failed_step_without_attribution_limits_an_unknown_tier(tmp_path: Path) -> None:
+    done, _, saved = run(tmp_path, [100, 200], {200: {"complete": False, "attributed": False}})
+    assert json.loads(saved[-1])["limited_by"] == "unknown"
+    assert sweep.table(done).splitlines()[-2].startswith(
+        "limited by an unknown tier at 100 req/s: the app's maximum is above this (")
+    assert sweep.table(done).splitlines()[-2].endswith("; the run at 200 req/s: no attribution.json)")
+
+
+def test_a_first_step_another_tier_limited_gives_no_maximum_and_names_the_tier(tmp_path: Path) -> None:
+    done, _, saved = run(tmp_path, [100, 200], {100: {"verdict": "INVALID", "limiting_tier": "loadgen"}})
+    assert (json.loads(saved[-1])["max_sustainable_rate"], done.limited_by) == (None, "loadgen")
+    assert sweep.table(done).splitlines()[-2] == (
+        "max sustainable throughput (quarkus, zipcodes, p99 SLO 50 ms): none: the first step was limited by loadgen "
+        f"(the run at 100 req/s: {SENTENCES['loadgen']})")
+
+
+def test_a_sweep_that_found_no_limit_names_no_tier(tmp_path: Path) -> None:
+    done, _, saved = run(tmp_path, [100, 200], {})
+    assert (json.loads(saved[-1])["limited_by"], done.failed_step) == (None, None)
+    assert sweep.table(done).splitlines()[-2] == (
+        "max sustainable throughput (quarkus, zipcodes, p99 SLO 50 ms): 200 req/s (achieved 200.0, p99 10.00 ms)")
 
 
 @pytest.mark.parametrize(("args", "message"), [

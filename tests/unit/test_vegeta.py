@@ -323,3 +323,28 @@ def test_value_at_percentile_ranks_as_hdrhistogram() -> None:
     assert value_at_percentile([1.0, 2.0, 3.0], 50) == 2.0  # rank round(1.5) = 2, as hdr_value_at_percentile
     with pytest.raises(ValueError):
         value_at_percentile([], 50)
+
+
+def _raw_lines(rate: int, latencies_s: list[int], start_s: int = 1_764_000_000) -> bytes:
+    """Raw results as `vegeta encode -to json` writes them: every request sent on its schedule
+    (Go's timestamps: RFC 3339, nanoseconds, whole ns as vegeta's pacer gives them)."""
+    lines = []
+    for seq, latency in enumerate(latencies_s):
+        sent_ns = seq * 10**9 // rate
+        stamp = datetime.datetime.fromtimestamp(start_s + sent_ns // 10**9, datetime.timezone.utc)
+        lines.append(json.dumps({"attack": "", "seq": seq, "code": 200,
+                                 "timestamp": f"{stamp:%Y-%m-%dT%H:%M:%S}.{sent_ns % 10**9:09d}Z",
+                                 "latency": latency * 10**9, "bytes_out": 0, "bytes_in": 0, "error": "", "body": None}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_raw_results_of_1s_and_2s_answers_at_exactly_the_rate_give_exactly_the_rate() -> None:
+    # 3 requests/s for 10 s, answered in 1 s and 2 s: the last answer comes 11.67 s after the
+    # first send, but the rate is over the scheduled window, which the requests filled exactly.
+    raw = _raw_lines(3, [1, 2] * 15)
+    for data in (raw, gzip.compress(raw)):
+        result = vegeta.parse_many([data], [3.0], 10.0)
+        assert (result.requests, result.duration_s, result.achieved_rate) == (30, 10.0, 3.0)
+        assert vegeta.parse_many([data], [3.0]).achieved_rate == 3.0  # the window from (max seq + 1) / rate
+    assert result.latency_uncorrected is not None
+    assert (result.latency_uncorrected.at(50), result.latency_uncorrected.at(100)) == (1000.0, 2000.0)

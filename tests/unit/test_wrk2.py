@@ -436,3 +436,19 @@ def test_merging_two_real_hosts() -> None:
     assert steady.recorded_rate + slow.recorded_rate == pytest.approx(999.802 + 199.921, abs=0.001)
     with pytest.raises(ValueError, match="no percentile table"):
         wrk2.merge_tables([])
+
+
+def test_slow_answers_at_exactly_the_rate_give_exactly_the_rate_over_the_recorded_window() -> None:
+    """A table as the done() hook writes it for -R100 with 1 s and 2 s answers: 20 s recorded after
+    the calibration, 2000 requests in it. The rate is theirs over the recorded window, not every
+    request over the invocation (calibration included) as the text's Requests/sec counts it."""
+    table = wrk2.parse_percentiles(json.dumps({
+        "format": wrk2.PERCENTILES_FORMAT, "runtime_us": 30_025_000, "requests": 2800, "bytes": 0, "recorded": 2000,
+        "calibration_ms": 10_025, "threads": 2, "connections": 10,
+        "errors": {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0},
+        "min_us": 1_000_000, "max_us": 2_000_000, "mean_us": 1_500_000, "stdev_us": 500_000,
+        "percentiles": [[0, 1_000_000], [50, 1_000_000], [50.05, 2_000_000], [100, 2_000_000]],
+    }))
+    assert table.recorded_window_s == 20.0
+    assert table.recorded_rate == 100.0
+    assert table.requests / (table.runtime_us / 1e6) < 94  # what the whole invocation would say
