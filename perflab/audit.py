@@ -213,7 +213,10 @@ class Observations:
     `unobserved` may say why, by field name)."""
 
     source: str = ""  # where these came from, e.g. the Prometheus URL and the window
-    loadgen_cpu: TierCpu | None = None
+    loadgen_cpu: TierCpu | None = None  # with several loadgen hosts, the busiest one's (loadgen_hosts)
+    # Each loadgen host's CPU (inventory hostname -> its figure) when several shared the run; None
+    # with one host (loadgen_cpu is then its figure) and in observations written before.
+    loadgen_hosts: dict[str, TierCpu] | None = None
     app_cpu: TierCpu | None = None
     db_cpu: TierCpu | None = None
     db_disk_busy: float | None = None  # fraction of the window the DB's data disk was busy
@@ -232,6 +235,14 @@ class Observations:
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
+        if self.loadgen_hosts is not None:
+            # The attribution reads loadgen_cpu alone: it must be the busiest host's, so that one
+            # saturated generator names the loadgen tier whatever the others did.
+            busiest = max((cpu.busy_fraction for cpu in self.loadgen_hosts.values()), default=None)
+            if busiest is None or self.loadgen_cpu is None or self.loadgen_cpu.busy_fraction != busiest \
+                    or self.loadgen_cpu not in self.loadgen_hosts.values():
+                raise ValueError("with loadgen_hosts (one host or more), loadgen_cpu is the busiest host's "
+                                 f"figure, not {self.loadgen_cpu}")
         fractions = [self.db_disk_busy, *(self.write_share_by_third or ())]
         if any(f is not None and not 0.0 <= f <= 1.0 for f in fractions):
             raise ValueError("db_disk_busy and write_share_by_third are fractions between 0 and 1")
@@ -345,8 +356,19 @@ def slo_p99(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
 
 
 def loadgen_cpu(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
-    """A load generator more than 80% busy: INVALID (the generator was measured, not the app)."""
+    """A load generator more than 80% busy: INVALID (the generator was measured, not the app).
+    With several loadgen hosts, each is judged: one over the threshold makes the run INVALID."""
     name = "loadgen_cpu"
+    maximum = t.max_loadgen_cpu_busy.value
+    if obs.loadgen_hosts:
+        hosts = obs.loadgen_hosts
+        figures = ", ".join(f"{host} {cpu.busy_cores:.2f} of {cpu.allotted_cores:g} cores ({cpu.busy_fraction:.0%})"
+                            for host, cpu in hosts.items())
+        over = [host for host, cpu in hosts.items() if cpu.busy_fraction > maximum]
+        evidence = f"{len(hosts)} load generators used {figures}; maximum {maximum:.0%}"
+        if over:
+            return _result(name, Status.INVALID, f"{evidence}, exceeded by {', '.join(over)}")
+        return _result(name, Status.VALID, evidence)
     if obs.loadgen_cpu is None:
         return _result(name, Status.NOT_EVALUATED, NO_PROMETHEUS)
     cpu = obs.loadgen_cpu

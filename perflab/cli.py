@@ -1,10 +1,14 @@
 """perflab: parse load-generator output and judge runs.
 
 Commands:
-  perflab parse-wrk2 FILE --target-rate R [--percentiles TABLE.json] [--context CONTEXT.json] [--json]
+  perflab parse-wrk2 FILE [FILE ...] --target-rate R [--percentiles TABLE.json [TABLE.json ...]]
+                     [--context CONTEXT.json] [--json]
       wrk2 --latency output -> a run result; with the run's percentile table (written by the
       bench's wrk2 done() hook) the corrected spectrum is the table's and the achieved rate is
-      the one over the window wrk2 recorded (after its calibration)
+      the one over the window wrk2 recorded (after its calibration). Several files are one per
+      loadgen host, each with its table (required, in the files' order) -> one run result: the
+      requests, errors, threads and connections added up, the hosts' recorded rates summed, their
+      tables merged into one corrected distribution (no uncorrected one)
   perflab parse-vegeta FILE [FILE ...] --target-rate R [--host-rates r1,r2,...] [--duration-s D]
                        [--context CONTEXT.json] [--json]
       vegeta results (`vegeta encode -to json`, plain or gzip), one file per loadgen host, each
@@ -21,7 +25,7 @@ Exit codes:
   0  parsed; or the audit verdict is VALID
   1  the audit verdict is INVALID
   2  usage error (unknown option, a target rate that is not a positive number, --host-rates that
-     do not add up to it, the retired parse-k6)
+     do not add up to it, several wrk2 files without one --percentiles table each, the retired parse-k6)
   3  the audit verdict is WARN
   4  bad input: a file that is missing or unreadable, output that cannot be parsed, a results
      file that does not match the schema. One line on stderr says which and why.
@@ -84,11 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     sub = commands.add_parser("parse-wrk2", help="parse wrk2 --latency output (text) into a run result")
-    sub.add_argument("file", type=Path, help="wrk2 --latency output (text)")
+    sub.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                     help="wrk2 --latency output (text): one file per loadgen host")
     sub.add_argument(
-        "--percentiles", type=Path, metavar="TABLE.json",
+        "--percentiles", type=Path, nargs="+", metavar="TABLE.json",
         help="the run's percentile table (wrk2-<phase>-percentiles.json, from the bench's done() hook): "
-             "its spectrum, and the achieved rate over the window wrk2 recorded",
+             "its spectrum, and the achieved rate over the window wrk2 recorded; one per FILE, in the "
+             "same order (required with several files: their tables merge into one distribution)",
     )
     _add_common_parse_options(sub)
     sub.set_defaults(command=_parse_wrk2)
@@ -175,25 +181,51 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _parse_wrk2(args: argparse.Namespace) -> int:
-    try:
-        output = wrk2.parse(_read(args.file))
-    except ParseError as exc:
-        raise InputError(f"{args.file}: not complete wrk2 --latency output: {exc}") from None
-    table = None
-    if args.percentiles is not None:
+    files: list[Path] = args.files
+    tables: list[Path] = args.percentiles or []
+    if len(files) > 1 and not tables:
+        return _usage_error("parse-wrk2", f"{len(files)} files need --percentiles, one table per file in "
+                                          "the files' order: the hosts' histograms merge through their tables")
+    if tables and len(tables) != len(files):
+        return _usage_error("parse-wrk2", f"--percentiles gives {len(tables)} tables for {len(files)} files: "
+                                          "give one per file, in the files' order")
+    outputs = []
+    for path in files:
         try:
-            table = wrk2.parse_percentiles(_read(args.percentiles))
-            result = wrk2.to_run_result(output, target_rate=args.target_rate, table=table)
+            outputs.append(wrk2.parse(_read(path)))
         except ParseError as exc:
-            raise InputError(f"{args.percentiles}: not a usable wrk2 percentile table: {exc}") from None
+            raise InputError(f"{path}: not complete wrk2 --latency output: {exc}") from None
+    parsed_tables = []
+    for output, path in zip(outputs, tables):
+        try:
+            table = wrk2.parse_percentiles(_read(path))
+            wrk2.check_table(output, table)
+        except ParseError as exc:
+            raise InputError(f"{path}: not a usable wrk2 percentile table: {exc}") from None
+        parsed_tables.append(table)
+    if parsed_tables:
+        result = wrk2.hosts_run_result(list(zip(outputs, parsed_tables)), target_rate=args.target_rate)
     else:
-        result = wrk2.to_run_result(output, target_rate=args.target_rate)
+        result = wrk2.to_run_result(outputs[0], target_rate=args.target_rate)
     notes = []
-    if table is not None:
+    if len(parsed_tables) == 1:
+        table, output = parsed_tables[0], outputs[0]
         notes.append(f"achieved over the {table.recorded_window_s:g} s recorded after calibration "
                      f"(the text's Requests/sec, over the whole invocation: {output.requests_per_sec:g})")
-    _print_result(args.file.name, _with_context(result, args.context), args.json, notes)
+    elif parsed_tables:
+        rates = " + ".join(f"{table.recorded_rate:g}" for table in parsed_tables)
+        windows = ", ".join(f"{table.recorded_window_s:g}" for table in parsed_tables)
+        texts = " + ".join(f"{output.requests_per_sec:g}" for output in outputs)
+        notes.append(f"achieved: {rates} req/s, each host over its recorded window after calibration ({windows} s; "
+                     f"the texts' Requests/sec, over the whole invocations: {texts})")
+    _print_result(" + ".join(path.name for path in files), _with_context(result, args.context), args.json, notes)
     return EXIT_OK
+
+
+def _usage_error(command: str, message: str) -> int:
+    """A usage error found after parsing the arguments: one line on stderr, exit 2."""
+    print(f"perflab {command}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _parse_vegeta(args: argparse.Namespace) -> int:

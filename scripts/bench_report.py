@@ -36,6 +36,14 @@ def _context(inputs: dict[str, Any]) -> RunContext:
     parameters = {k: str(v) for k, v in environment.items() if not k.startswith(_PLUMBING)}
     parameters.update(tool=run["tool"], tool_reason=run.get("tool_reason", ""), target_url=run["target_url"],
                       db_delay_ms=str(inputs["db_delay_ms"]))
+    if inputs.get("start_skew_ms") is not None:
+        # How far apart the loadgen hosts started, against the instant they agreed on.
+        parameters["start_skew_ms"] = str(inputs["start_skew_ms"])
+    host_rates = run.get("host_rates") or []
+    if len(host_rates) > 1:
+        # Each loadgen host's share of the rate, in the inventory's order ("50,50", as --host-rates takes them).
+        parameters["host_rates"] = ",".join(
+            str(int(rate)) if isinstance(rate, float) and rate.is_integer() else str(rate) for rate in host_rates)
     if int(run.get("calibration_ms") or 0) > 0:
         # wrk2 records nothing in its calibration: the measured invocation ran that much longer.
         parameters["wrk2_calibration_ms"] = str(run["calibration_ms"])
@@ -92,6 +100,25 @@ def cpu_seconds(inputs: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def sample_cpu(start: dict[str, Any], end: dict[str, Any]) -> TierCpu:
+    """The CPU a host used between two cgroup samples ({"usage_usec", "cpus", "at", ...}): its busy
+    cores over the seconds between them, against the CPUs it may use."""
+    window_s = max(end["at"] - start["at"], 1e-3)
+    used_s = (end["usage_usec"] - start["usage_usec"]) / 1e6
+    return TierCpu(busy_cores=used_s / window_s, allotted_cores=len(start["cpus"]), window_s=window_s)
+
+
+def loadgen_cpus(inputs: dict[str, Any]) -> tuple[TierCpu, dict[str, TierCpu] | None]:
+    """The loadgen tier's CPU and, when several loadgen hosts shared the run (bench-inputs.json's
+    loadgen_hosts_cpu: {host: {"start": sample, "end": sample}}), each one's; the tier's figure is
+    then the busiest host's, the one that limits. With one host or none listed: the tier's samples."""
+    hosts = inputs.get("loadgen_hosts_cpu") or {}
+    if len(hosts) <= 1:
+        return sample_cpu(inputs["cpu_start"]["loadgen"], inputs["cpu_end"]["loadgen"]), None
+    by_host = {host: sample_cpu(samples["start"], samples["end"]) for host, samples in hosts.items()}
+    return max(by_host.values(), key=lambda cpu: cpu.busy_fraction), by_host
+
+
 def _unix(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
@@ -110,13 +137,10 @@ def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
 
 
 def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) -> tuple[Observations, str]:
-    used = cpu_seconds(inputs)
-
     def tier_cpu(tier: str) -> TierCpu:
-        start, end = inputs["cpu_start"][tier], inputs["cpu_end"][tier]
-        window_s = max(end["at"] - start["at"], 1e-3)
-        return TierCpu(busy_cores=used[tier] / window_s, allotted_cores=len(start["cpus"]), window_s=window_s)
+        return sample_cpu(inputs["cpu_start"][tier], inputs["cpu_end"][tier])
 
+    loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
     window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
                             quiet_s=float(inputs.get("quiet_s", 0.0)))
     # Wait for every target's first scrape after the window and after its quiet time, and for the
@@ -135,7 +159,8 @@ def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) ->
         source=f"cgroup cpu.stat of each tier's host, sampled by playbooks/bench.yml around the measured phase, "
                f"and Prometheus at {prometheus_url} "
                f"({inputs['measure_started_at']} .. {inputs['measure_ended_at']})",
-        loadgen_cpu=tier_cpu("loadgen"),
+        loadgen_cpu=loadgen_cpu,
+        loadgen_hosts=loadgen_hosts,
         app_cpu=tier_cpu("app"),
         db_cpu=tier_cpu("db"),
         db_disk_busy=found.db_disk_busy,

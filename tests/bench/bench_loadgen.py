@@ -7,19 +7,24 @@ each step a normal `make bench` run. The sweep stops where the audit judges a ru
 load generator busier than 80% of its cores (rule loadgen_cpu), or the rate not achieved. For each
 step it prints the loadgen host's CPU (cgroup, over the measured phase, from observations.json),
 its CPU seconds per 1,000 requests, and the rate one fully busy loadgen core would sustain at that
-cost; then the highest step the generator kept up with inside its 80% budget.
+cost; then the highest step the generator kept up with inside its 80% budget. Beside the host's
+figure (which includes its exporters and Ansible's polling of the phase), the tool's own: its
+processes' CPU (process-exporter's group `loadgen`: wrk2 or vegeta) over the measured phase.
 
     python tests/bench/bench_loadgen.py [--tools wrk2 vegeta] [--rates "500 1000 2000 4000 8000"]
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from perflab.prometheus import Prometheus, PrometheusError
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
@@ -31,6 +36,23 @@ WARMUP = {"wrk2": "10s", "vegeta": "10s"}
 # The sweep must stop at the generator, not at latency: an SLO no short greeting run reaches.
 SLO_P99_MS = 10_000
 LOADGEN_CPU_MAX = 0.80  # the audit's loadgen_cpu threshold (perflab thresholds)
+PROMETHEUS = os.environ.get("PERFLAB_PROMETHEUS_URL", "http://127.0.0.1:9090")
+TOOL_CPU = 'sum(namedprocess_namegroup_cpu_seconds_total{tier="loadgen",groupname="loadgen"})'
+
+
+def _unix(iso: str) -> float:
+    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def tool_cpu_s(result: dict[str, Any]) -> float | None:
+    """CPU seconds the load generator's own processes used from the phase's start to its end."""
+    try:
+        prometheus = Prometheus(PROMETHEUS)
+        before = prometheus.value(TOOL_CPU, _unix(result["started_at"]))
+        after = prometheus.value(TOOL_CPU, _unix(result["ended_at"]) + 6)  # the next scrape after the end
+    except (PrometheusError, KeyError, TypeError, ValueError):
+        return None
+    return None if before is None or after is None else max(0.0, after - before)
 
 
 def _json(path: Path) -> Any:
@@ -64,8 +86,9 @@ def step_figures(step: dict[str, Any]) -> dict[str, Any]:
         return figures
     cpu_s = busy * float(result["duration_s"])
     per_1000 = cpu_s * 1000 / int(result["requests"])
+    tool_s = tool_cpu_s(result)
     figures.update(busy=busy, allotted=allotted, per_1000=per_1000, per_core=1000 / per_1000 if per_1000 else None,
-                   dropped=result.get("dropped_iterations"))
+                   tool_per_1000=None if tool_s is None else tool_s * 1000 / int(result["requests"]))
     return figures
 
 
@@ -77,13 +100,14 @@ def report(tool: str, sweep_dir: Path) -> None:
         print(f"\n{tool}: not measured: {status.get('failed_step')}: {' '.join(str(status.get('reason')).split())}")
         return
     print(f"\n{tool}: {APP} {SCENARIO}, {DURATION} measured after {WARMUP[tool]} warm-up per step ({sweep_dir.name})")
-    print(f"  {'rate/s':>7} {'achieved/s':>10} {'loadgen cores':>13} {'CPU-s/1000 req':>14} {'req/s per core':>14}  verdict")
+    print(f"  {'rate/s':>7} {'achieved/s':>10} {'loadgen cores':>13} {'CPU-s/1000 req':>14} {'req/s per core':>14}"
+          f" {'tool CPU-s/1000':>15}  verdict")
     for row in rows:
         def cell(key: str, spec: str) -> str:
             return "-" if row.get(key) is None else format(row[key], spec)
         cores = "-" if row.get("busy") is None else f"{row['busy']:.2f}/{row['allotted']:g}"
         print(f"  {row['rate']:>7} {cell('achieved', '10.1f')} {cores:>13} {cell('per_1000', '14.3f')}"
-              f" {cell('per_core', '14.0f')}  {row['verdict']}")
+              f" {cell('per_core', '14.0f')} {cell('tool_per_1000', '15.4f')}  {row['verdict']}")
     kept_up = [r for r in rows if r.get("busy") is not None and r["verdict"] in ("VALID", "WARN")
                and r["busy"] <= LOADGEN_CPU_MAX * r["allotted"]]
     if kept_up:

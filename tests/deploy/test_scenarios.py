@@ -26,9 +26,15 @@ all:
 """
 
 
-def load_scenario(tmp_path: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+TWO_LOADGENS = INVENTORY.replace(
+    "loadgen: {hosts: {lg: {ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}'}}}",
+    "loadgen: {hosts: {lg: {ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}'},"
+    " lg2: {ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}', loadgen_weight: 3}}}")
+
+
+def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(INVENTORY)
+    inventory.write_text(inventory_text)
     out = tmp_path / "run.json"
     argv = [
         str(REPO / ".venv/bin/ansible-playbook"), "-i", str(inventory),
@@ -101,6 +107,32 @@ def test_connections_follow_the_rate_up_to_the_scenarios(tmp_path: Path, name: s
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert run["scenario"]["connections"] == connections
     assert run["phases"]["measure"]["environment"]["WRK_CONNECTIONS"] == str(connections)
+
+
+@pytest.mark.parametrize("tool", ["wrk2", "vegeta"])
+def test_two_loadgen_hosts_split_the_rate_by_weight_and_send_different_requests(tmp_path: Path, tool: str) -> None:
+    proc, first = load_scenario(tmp_path, TWO_LOADGENS, loadgen_scenario="zipcodes", loadgen_tool=tool, loadgen_rate="123")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    second = json.loads((tmp_path / "run.json.lg2").read_text())
+    # Weights 1 and 3: 30.75 and 92.25 req/s, the remainder to the first.
+    assert first["host_rates"] == second["host_rates"] == [31, 92] and first["scenario"]["rate"] == 123
+    assert (first["host_index"], first["host_rate"], second["host_index"], second["host_rate"]) == (0, 31, 1, 92)
+    for run, index in ((first, "0"), (second, "1")):
+        measure = run["phases"]["measure"]
+        assert measure["environment"]["PERFLAB_HOST_INDEX"] == index and measure["environment"]["PERFLAB_HOSTS"] == "2"
+        if tool == "wrk2":
+            assert measure["argv"][measure["argv"].index("-R") + 1] == str(run["host_rate"])
+        else:
+            assert f"-rate={run['host_rate']}/1s" in measure["argv"]
+            targets = measure["targets_argv"]
+            assert targets[targets.index("--host-index") + 1] == index and targets[targets.index("--hosts") + 1] == "2"
+
+
+def test_a_loadgen_weight_that_is_not_a_positive_number_is_refused(tmp_path: Path) -> None:
+    proc, run = load_scenario(tmp_path, TWO_LOADGENS.replace("loadgen_weight: 3", "loadgen_weight: lots"),
+                              loadgen_scenario="zipcodes")
+    assert proc.returncode != 0 and run == {}
+    assert "loadgen_weight must be a number > 0 on every loadgen host" in " ".join(proc.stdout.split()), proc.stdout[-2000:]
 
 
 def test_vegeta_exports_its_metrics_where_the_urls_are_few(tmp_path: Path) -> None:

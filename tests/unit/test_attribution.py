@@ -142,6 +142,23 @@ def test_a_busy_generator_is_the_loadgen() -> None:
     assert "load generator: its CPU 0.90 of 1 cores (90%)" in found.sentence
 
 
+def _two_loadgens(first: TierCpu, second: TierCpu) -> Observations:
+    """Observations as scripts/bench_report.py writes them for two loadgen hosts: each one's CPU,
+    and the busiest one's as the tier's."""
+    return dataclasses.replace(CALM, loadgen_cpu=max(first, second, key=lambda cpu: cpu.busy_fraction),
+                               loadgen_hosts={"perflab-loadgen": first, "perflab-loadgen2": second})
+
+
+def test_one_saturated_generator_of_two_is_the_loadgen() -> None:
+    """The other host at 31% averages the tier below 80%; the busiest host is what limits."""
+    found = attribute(run(achieved=150.0), _two_loadgens(TierCpu(0.31, 1), TierCpu(0.85, 1)))
+    assert found.limiting_tier == "loadgen", found.sentence
+    assert "load generator: its CPU 0.85 of 1 cores (85%)" in found.sentence
+    assert found.evidence[0] == "loadgen: CPU 0.85 of 1 cores, its CPUs 55% busy (all processes)"
+    calm = attribute(run(achieved=150.0), _two_loadgens(TierCpu(0.31, 1), TierCpu(0.62, 1)))
+    assert calm.limiting_tier is None
+
+
 def test_drops_with_nothing_downstream_queueing_are_the_loadgen() -> None:
     """5% of the offered requests dropped while the app and the DB were free: the generator."""
     found = attribute(run(achieved=190.0, requests=42750, dropped=2250), CALM)

@@ -203,6 +203,51 @@ def test_loadgen_cpu() -> None:
     assert fired.status is Status.INVALID
 
 
+LOADGEN_1 = TierCpu(busy_cores=0.31, allotted_cores=1, window_s=70.0)
+LOADGEN_2_CALM = TierCpu(busy_cores=0.62, allotted_cores=1, window_s=70.0)
+LOADGEN_2_SATURATED = TierCpu(busy_cores=0.85, allotted_cores=1, window_s=70.0)
+
+
+def _two_loadgens(second: TierCpu) -> Observations:
+    return Observations(loadgen_cpu=max(LOADGEN_1, second, key=lambda cpu: cpu.busy_fraction),
+                        loadgen_hosts={"perflab-loadgen": LOADGEN_1, "perflab-loadgen2": second})
+
+
+def test_loadgen_cpu_judges_every_loadgen_host() -> None:
+    quiet = audit.loadgen_cpu(STEADY, _two_loadgens(LOADGEN_2_CALM), THRESHOLDS)
+    assert (quiet.status, quiet.evidence) == (
+        Status.VALID, "2 load generators used perflab-loadgen 0.31 of 1 cores (31%), "
+                      "perflab-loadgen2 0.62 of 1 cores (62%); maximum 80%",
+    )
+    fired = audit.loadgen_cpu(STEADY, _two_loadgens(LOADGEN_2_SATURATED), THRESHOLDS)
+    assert (fired.status, fired.evidence) == (
+        Status.INVALID, "2 load generators used perflab-loadgen 0.31 of 1 cores (31%), "
+                        "perflab-loadgen2 0.85 of 1 cores (85%); maximum 80%, exceeded by perflab-loadgen2",
+    )
+    verdict = audit.audit(STEADY, _two_loadgens(LOADGEN_2_SATURATED))
+    assert (verdict.status, [r.rule for r in verdict.reasons]) == (Status.INVALID, ["loadgen_cpu"])
+
+
+def test_loadgen_cpu_is_the_busiest_loadgen_hosts() -> None:
+    hosts = {"perflab-loadgen": LOADGEN_1, "perflab-loadgen2": LOADGEN_2_SATURATED}
+    for wrong in (LOADGEN_1, None, TierCpu(busy_cores=0.85, allotted_cores=1)):
+        with pytest.raises(ValueError, match="loadgen_cpu is the busiest host's figure"):
+            Observations(loadgen_cpu=wrong, loadgen_hosts=hosts)
+    with pytest.raises(ValueError, match="one host or more"):
+        Observations(loadgen_cpu=LOADGEN_1, loadgen_hosts={})
+
+
+def test_observations_keep_the_loadgen_hosts_and_load_without_them() -> None:
+    both = _two_loadgens(LOADGEN_2_SATURATED)
+    assert Observations.from_json(both.to_json()) == both
+    document = json.loads(Observations(loadgen_cpu=LOADGEN_1).to_json())
+    del document["loadgen_hosts"]  # observations.json written before several loadgen hosts
+    old = Observations.from_json(json.dumps(document))
+    assert (old.loadgen_cpu, old.loadgen_hosts) == (LOADGEN_1, None)
+    assert rule_result(audit.loadgen_cpu, loadgen_cpu=LOADGEN_1).evidence == (
+        "load generator used 0.31 of 1 cores (31%; maximum 80%)")
+
+
 def test_app_not_the_bottleneck_names_the_db_and_the_disk() -> None:
     fired = rule_result(
         audit.app_is_bottleneck,
@@ -436,3 +481,56 @@ def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
     assert lines[2].split()[-3:] == ["VALID", "0.376", "300.0"]
     assert lines[3].split()[-3:] == ["VALID", "-", "-"]
     assert lines[4].split()[1:] == ["-", "no", "run", "(rejected", "before", "it", "started)"]
+
+
+def _sample(host: str, usage_usec: int, at: float, cpus: tuple[int, ...] = (0,)) -> dict[str, object]:
+    return {"usage_usec": usage_usec, "cpus": list(cpus), "machine": "m", "at": at, "host": host}
+
+
+def _loadgen_inputs(hosts_cpu: Mapping[str, object] | None) -> dict[str, object]:
+    inputs = _bench_inputs({})
+    inputs["cpu_start"] = {"loadgen": _sample("perflab-loadgen", 1_000_000, 100.0)}
+    inputs["cpu_end"] = {"loadgen": _sample("perflab-loadgen", 22_700_000, 170.0)}  # 21.7 CPU-s in 70 s
+    if hosts_cpu is not None:
+        inputs["loadgen_hosts_cpu"] = hosts_cpu
+    return inputs
+
+
+def test_one_loadgen_host_is_the_tiers_cpu_as_before() -> None:
+    bench_report = load_script("bench_report")
+    tier = TierCpu(busy_cores=21.7 / 70, allotted_cores=1, window_s=70.0)
+    one = {"perflab-loadgen": {"start": _sample("perflab-loadgen", 5, 0.0), "end": _sample("perflab-loadgen", 9, 1.0)}}
+    for inputs in (_loadgen_inputs(None), _loadgen_inputs(one)):
+        assert bench_report.loadgen_cpus(inputs) == (tier, None)
+
+
+def test_several_loadgen_hosts_each_get_their_cpu_and_the_tier_the_busiest() -> None:
+    bench_report = load_script("bench_report")
+    inputs = _loadgen_inputs({
+        "perflab-loadgen": {"start": _sample("perflab-loadgen", 1_000_000, 100.0),
+                            "end": _sample("perflab-loadgen", 22_700_000, 170.0)},
+        "perflab-loadgen2": {"start": _sample("perflab-loadgen2", 0, 100.5, cpus=(0, 1)),
+                             "end": _sample("perflab-loadgen2", 119_000_000, 170.5, cpus=(0, 1))},
+    })
+    tier, hosts = bench_report.loadgen_cpus(inputs)
+    assert hosts == {"perflab-loadgen": TierCpu(busy_cores=21.7 / 70, allotted_cores=1, window_s=70.0),
+                     "perflab-loadgen2": TierCpu(busy_cores=119 / 70, allotted_cores=2, window_s=70.0)}
+    assert tier == hosts["perflab-loadgen2"]  # 1.70 of 2 cores (85%) against 0.31 of 1 (31%)
+    judged = rule_result(audit.loadgen_cpu, loadgen_cpu=tier, loadgen_hosts=hosts)
+    assert judged.status is Status.INVALID
+    assert judged.evidence.endswith("perflab-loadgen2 1.70 of 2 cores (85%); maximum 80%, exceeded by perflab-loadgen2")
+
+
+@pytest.mark.parametrize(("extra", "run", "expected"), [
+    ({}, {}, {}),
+    ({"start_skew_ms": 3.5}, {"host_rates": [50, 50]}, {"start_skew_ms": "3.5", "host_rates": "50,50"}),
+    ({"start_skew_ms": 12}, {"host_rates": [300.0, 133.5, 1]}, {"start_skew_ms": "12", "host_rates": "300,133.5,1"}),
+    ({"start_skew_ms": 0}, {"host_rates": [500]}, {"start_skew_ms": "0"}),
+    ({"start_skew_ms": None}, {"host_rates": []}, {}),
+], ids=["absent", "two-hosts", "three-hosts", "one-host", "null"])
+def test_the_context_carries_the_hosts_start_skew_and_rates(
+        extra: dict[str, object], run: dict[str, object], expected: dict[str, str]) -> None:
+    inputs = {**_bench_inputs({}), **extra}
+    inputs["run"] = {**inputs["run"], **run}  # type: ignore[dict-item]
+    parameters = load_script("bench_report")._context(inputs).scenario.parameters
+    assert {k: v for k, v in parameters.items() if k in ("start_skew_ms", "host_rates")} == expected

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab import wrk2
 from perflab.audit import DbSessions, Observations, TierCpu
 from perflab.model import AppSettings, RunContext, RunResult, ScenarioRun
 
@@ -55,6 +56,59 @@ def test_parse_wrk2_with_its_percentile_table() -> None:
     parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-1000rps.txt", "--target-rate", "1000",
                      "--percentiles", WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json", "--json")
     assert len(RunResult.from_json(parsed.stdout).latency_corrected.spectrum) == 151
+
+
+STEADY_HOST = (WRK2_FIXTURES / "wrk2-steady-1000rps.txt", WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json")
+SLOW_HOST = (WRK2_FIXTURES / "wrk2-slow-20ms-200rps.txt", WRK2_FIXTURES / "wrk2-slow-20ms-200rps-percentiles.json")
+
+
+def test_parse_wrk2_merges_one_file_per_host() -> None:
+    files, tables = (STEADY_HOST[0], SLOW_HOST[0]), (STEADY_HOST[1], SLOW_HOST[1])
+    done = perflab("parse-wrk2", *files, "--percentiles", *tables, "--target-rate", "1200", "--json")
+    assert (done.returncode, done.stderr) == (0, "")
+    merged = RunResult.from_json(done.stdout)
+    hosts = [(wrk2.parse(f.read_text()), wrk2.parse_percentiles(t.read_text())) for f, t in zip(files, tables)]
+    assert merged == wrk2.hosts_run_result(hosts, target_rate=1200)
+    assert (merged.requests, merged.threads, merged.connections) == (29996, 4, 20)
+    assert merged.achieved_rate == pytest.approx(999.802 + 199.921, abs=0.001)
+    text = perflab("parse-wrk2", *files, "--percentiles", *tables, "--target-rate", "1200")
+    assert text.stdout.splitlines()[:3] == [
+        "wrk2-steady-1000rps.txt + wrk2-slow-20ms-200rps.txt: wrk2, 29996 requests in 25.02 s",
+        "rate: 1199.72 req/s achieved of 1200 asked (100.0%)",
+        "achieved: 999.802 + 199.921 req/s, each host over its recorded window after calibration (14.977, 14.9959 s; "
+        "the texts' Requests/sec, over the whole invocations: 999.68 + 199.91)",
+    ]
+    assert "recorded: 17972 of 29996 requests (wrk2 records none during calibration)" in text.stdout.splitlines()
+
+
+def test_parse_wrk2_of_one_file_is_the_single_host_result() -> None:
+    done = perflab("parse-wrk2", STEADY_HOST[0], "--percentiles", STEADY_HOST[1], "--target-rate", "1000", "--json")
+    text, table = wrk2.parse(STEADY_HOST[0].read_text()), wrk2.parse_percentiles(STEADY_HOST[1].read_text())
+    assert done.stdout == wrk2.to_run_result(text, target_rate=1000.0, table=table).to_json()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((STEADY_HOST[0], SLOW_HOST[0]),
+     "2 files need --percentiles, one table per file in the files' order: the hosts' histograms merge through "
+     "their tables"),
+    ((STEADY_HOST[0], SLOW_HOST[0], "--percentiles", STEADY_HOST[1]),
+     "--percentiles gives 1 tables for 2 files: give one per file, in the files' order"),
+    ((STEADY_HOST[0], "--percentiles", STEADY_HOST[1], SLOW_HOST[1]),
+     "--percentiles gives 2 tables for 1 files: give one per file, in the files' order"),
+], ids=["no-tables", "too-few-tables", "too-many-tables"])
+def test_wrk2_files_without_one_table_each_are_a_usage_error(args: tuple[Path | str, ...], message: str) -> None:
+    done = perflab("parse-wrk2", *args, "--target-rate", "1200")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"perflab parse-wrk2: error: {message}\n"
+
+
+def test_a_hosts_table_from_another_run_is_bad_input() -> None:
+    done = perflab("parse-wrk2", STEADY_HOST[0], SLOW_HOST[0], "--percentiles", STEADY_HOST[1], STEADY_HOST[1],
+                   "--target-rate", "1200")
+    assert (done.returncode, done.stdout) == (4, "")
+    assert done.stderr == (f"perflab: error: {STEADY_HOST[1]}: not a usable wrk2 percentile table: the percentile "
+                           "table is not from this run: it counts 24994 requests and 14974 recorded, the text 5002 "
+                           "and 2998\n")
 
 
 def test_parse_vegeta_prints_a_summary() -> None:

@@ -354,9 +354,10 @@ def test_the_sequence_is_the_real_lua_scripts(tmp_path: Path, script: str, threa
     rounds = 3000
     harness = tmp_path / "harness.lua"
     harness.write_text(LUA_HARNESS)
-    # The Lua side of host K of H: threads K*T.. of one run whose WRK_THREADS is H*T.
+    # The Lua side of host K of H: threads K*T.. of one run with H*T threads (perflab.setup gives
+    # them those ids: tested below; the harness sets `id` itself).
     lua_env = {name: value for name, value in os.environ.items() if name not in KNOBS} | env
-    lua_env["WRK_THREADS"] = str(threads * hosts)
+    lua_env |= {"WRK_THREADS": str(threads), "PERFLAB_HOST_INDEX": str(host), "PERFLAB_HOSTS": str(hosts)}
     per_thread: list[list[str]] = []
     lua_counts = Counter[str]()
     for thread_id in range(host * threads, (host + 1) * threads):
@@ -372,6 +373,20 @@ def test_the_sequence_is_the_real_lua_scripts(tmp_path: Path, script: str, threa
     assert ["\t".join(request) for request in requests] == lua_sequence
     if lua_counts:  # the fixed scripts keep no counters
         assert counts == dict(lua_counts)
+
+
+@pytest.mark.skipif(LUAJIT is None, reason="luajit is not installed (apt-get install -y luajit)")
+def test_perflab_setup_numbers_the_threads_of_host_k_after_those_of_the_hosts_before(tmp_path: Path) -> None:
+    assert LUAJIT
+    harness = tmp_path / "setup.lua"
+    harness.write_text(
+        f'local perflab = dofile("{WRK2_DIR / "perflab.lua"}")\n'
+        'local ids = {}\n'
+        'for _ = 1, 3 do perflab.setup({set = function(_, _, value) table.insert(ids, value) end}) end\n'
+        'io.write(table.concat(ids, " "))\n')
+    env = dict(os.environ, WRK_THREADS="3", PERFLAB_HOST_INDEX="2", PERFLAB_HOSTS="4")
+    done = subprocess.run([LUAJIT, str(harness)], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout == "6 7 8"
 
 
 @contextmanager

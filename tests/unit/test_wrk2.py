@@ -1,6 +1,7 @@
 """The wrk2 parser against the real outputs in fixtures/wrk2, each with its trap; the percentile
 tables of two more real runs, and merging tables of several hosts."""
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -452,3 +453,63 @@ def test_slow_answers_at_exactly_the_rate_give_exactly_the_rate_over_the_recorde
     assert table.recorded_window_s == 20.0
     assert table.recorded_rate == 100.0
     assert table.requests / (table.runtime_us / 1e6) < 94  # what the whole invocation would say
+
+
+# Several loadgen hosts in one run: each host's text with its table, one result.
+
+
+def _host(run: str) -> tuple[wrk2.Wrk2Output, wrk2.PercentileTable]:
+    return wrk2.parse(wrk2_text(f"{run}.txt")), _table(run)
+
+
+def test_two_hosts_make_one_result_of_all_their_requests() -> None:
+    (steady_text, steady), (slow_text, slow) = _host(STEADY_TABLE), _host(SLOW_TABLE)
+    merged = wrk2.hosts_run_result([(steady_text, steady), (slow_text, slow)], target_rate=1200)
+    assert (merged.tool, merged.target_rate) == ("wrk2", 1200)
+    assert merged.requests == 24994 + 5002
+    # Each host's rate over its own recorded window, not the texts' Requests/sec (999.68 + 199.91).
+    assert merged.achieved_rate == steady.recorded_rate + slow.recorded_rate
+    assert merged.achieved_rate == pytest.approx(999.802 + 199.921, abs=0.001)
+    assert merged.latency_corrected == wrk2.merge_tables([steady, slow])
+    assert merged.latency_corrected.total_count == 14974 + 2998
+    # 83% of the requests are the fast host's: p50 is one of its values, p90 one of the slow host's.
+    assert (merged.latency_corrected.at(50), merged.latency_corrected.at(99)) == (1.794, 35.455)
+    assert merged.latency_corrected.at(50) in {value / 1000 for _, value in steady.rows}
+    assert merged.latency_corrected.at(90) in {value / 1000 for _, value in slow.rows}
+    assert merged.latency_uncorrected is None
+    assert (merged.threads, merged.connections) == (4, 20)
+    assert merged.duration_s == 25.02  # the longest host's (25.00 s and 25.02 s)
+    assert merged.bytes_read == steady_text.bytes_read + slow_text.bytes_read
+    assert merged.errors.total() == 0
+
+
+def test_the_hosts_errors_add_up_by_kind() -> None:
+    (steady_text, steady), (slow_text, slow) = _host(STEADY_TABLE), _host(SLOW_TABLE)
+    failing = dataclasses.replace(steady_text, non_2xx_3xx=7, socket_errors=SocketErrors(connect=1, timeout=2))
+    timing_out = dataclasses.replace(slow_text, socket_errors=SocketErrors(read=3, write=4, timeout=5))
+    merged = wrk2.hosts_run_result([(failing, steady), (timing_out, slow)], target_rate=1200)
+    assert merged.errors.by_kind() == {"http_status": 7, "connect": 1, "read": 3, "write": 4, "timeout": 7}
+
+
+def test_the_hosts_uncorrected_latencies_are_not_merged() -> None:
+    uncorrected = wrk2.parse(wrk2_text("wrk2-overloaded-uncorrected.txt")).uncorrected
+    assert uncorrected is not None
+    hosts = [(dataclasses.replace(text, uncorrected=uncorrected), table) for text, table in
+             (_host(STEADY_TABLE), _host(SLOW_TABLE))]
+    assert wrk2.hosts_run_result(hosts, target_rate=1200).latency_uncorrected is None
+
+
+def test_a_host_whose_table_is_another_runs_is_refused() -> None:
+    (steady_text, steady), (slow_text, slow) = _host(STEADY_TABLE), _host(SLOW_TABLE)
+    with pytest.raises(ParseError, match="not from this run: it counts 5002 requests and 2998 recorded, the text "
+                                         "24994 and 14974"):
+        wrk2.hosts_run_result([(steady_text, slow), (slow_text, steady)], target_rate=1200)
+    with pytest.raises(ValueError, match="no wrk2 output"):
+        wrk2.hosts_run_result([], target_rate=1200)
+
+
+def test_one_host_gives_exactly_the_single_run_result() -> None:
+    text, table = _host(STEADY_TABLE)
+    alone = wrk2.hosts_run_result([(text, table)], target_rate=1000)
+    assert alone == wrk2.to_run_result(text, target_rate=1000, table=table)
+    assert alone.to_json() == wrk2.to_run_result(text, target_rate=1000, table=table).to_json()

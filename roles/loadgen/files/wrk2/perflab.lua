@@ -6,12 +6,19 @@ local perflab = {}
 -- Environment, as for vegeta's targets: KEY_PHASE (0..9) keeps warm-up and measured keys apart.
 perflab.key_phase = tonumber(os.getenv("KEY_PHASE") or "0")
 
+-- Several loadgen hosts share a run: host PERFLAB_HOST_INDEX of PERFLAB_HOSTS plays threads
+-- index x WRK_THREADS .. of one run with PERFLAB_HOSTS x WRK_THREADS threads, so that every
+-- host's requests differ (vegeta's perflab_targets.py --host-index/--hosts does the same).
+perflab.host_index = tonumber(os.getenv("PERFLAB_HOST_INDEX") or "0")
+perflab.hosts = tonumber(os.getenv("PERFLAB_HOSTS") or "1")
+perflab.threads_per_host = tonumber(os.getenv("WRK_THREADS") or "64")
+
 local threads = {}
 local next_id = 0
 
 -- setup() runs in the main thread once per wrk thread, before it starts.
 function perflab.setup(thread)
-   thread:set("id", next_id)
+   thread:set("id", perflab.host_index * perflab.threads_per_host + next_id)
    next_id = next_id + 1
    table.insert(threads, thread)
 end

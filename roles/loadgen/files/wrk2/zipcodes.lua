@@ -14,8 +14,8 @@ function setup(thread)
 end
 
 -- Thread-local state: each wrk thread runs its own copy of this script (`id` comes from setup).
--- WRK_THREADS (wrk2's -t, set by the runner) spaces the keys of the threads apart.
-local slots = tonumber(os.getenv("WRK_THREADS") or "64")
+-- The threads of every loadgen host (WRK_THREADS, wrk2's -t, x PERFLAB_HOSTS) space the keys apart.
+local slots = perflab.threads_per_host * perflab.hosts
 count_read = 0
 count_write = 0
 local n = 0
