@@ -28,7 +28,7 @@ def two_loadgens(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(ROOT / INVENTORY, inventory)
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
     loadgens = hosts["all"]["children"]["lab"]["children"]["loadgen"]["hosts"]
-    loadgens[SECOND] = {"lab_containers_cpuset_cpus": "0", "lab_containers_memory": "512m"}
+    loadgens[SECOND] = {"lab_containers_cpuset_cpus": "0", "lab_containers_memory": "1g"}
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
     up = run_make("lab-up", f"INVENTORY={inventory}", timeout=1800)
     try:
