@@ -87,6 +87,10 @@ def test_every_expected_target_is_up_with_tier_and_host_labels(lab: str) -> None
     # No target anywhere is down: the app job's file_sd list is empty until an app is deployed.
     down = [t for t in targets if t["health"] != "up"]
     assert not down, describe(down)
+    # Nor does any series outside these targets answer: the prometheus package's example config
+    # (localhost:9100, no tier) scraped before ours took over, and per-tier sums must not see it.
+    tierless = query('count by (job, instance) ({job=~".+", tier=""})')
+    assert not tierless, [series["metric"] for series in tierless]
 
 
 def test_process_groups_are_per_tier(lab: str) -> None:
