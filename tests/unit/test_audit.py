@@ -115,6 +115,19 @@ def test_no_errors() -> None:
     )
 
 
+def test_wrk2_errors_say_they_include_its_calibration() -> None:
+    # A cold app's first requests timed out during wrk2's calibration, which records no latency
+    # but counts socket errors: the evidence says so, and what keeps them out.
+    calibrated = dataclasses.replace(SCENARIO, parameters={"wrk2_calibration_ms": "10050"})
+    timeouts = dataclasses.replace(STEADY, errors=ErrorCounts(timeout=18), scenario=calibrated)
+    assert timeouts.tool == "wrk2"
+    fired = rule_result(audit.no_errors, timeouts)
+    assert fired.status is Status.INVALID
+    assert fired.evidence == (
+        "18 errors in 39904 requests (timeout 18); wrk2 counts them over its whole invocation, its 10.05 s "
+        "of calibration included: a warm-up phase keeps a cold app's first requests out")
+
+
 def test_achieved_rate_at_the_threshold() -> None:
     just_enough = dataclasses.replace(STEADY, achieved_rate=1900.0)
     assert rule_result(audit.achieved_rate, just_enough).status is Status.VALID
