@@ -29,6 +29,7 @@ class Case:
     headers: dict | None = None  # None: JSON for a body, else none (as the load generators send them)
     status: int | None = 400  # None: any 4xx (the route may not even match)
     message: str | None = None  # one of the errors must equal this
+    field: str | None = None  # one of the errors must name this field ("<field>: ...")
 
     def request_headers(self) -> dict:
         if self.headers is not None:
@@ -140,6 +141,23 @@ CASES = [
             ("book-overflow", "bookId", 2**63),
         )
     ],
+    # A JSON value of the wrong type is refused, never converted: each of these would pass the
+    # field's constraints once converted ("99998", "true", "42", 1), so only the type is wrong.
+    *[
+        Case(f"{path[1:]}-{name}", "POST", path, with_field(valid, **{key: value}), field=key)
+        for path, valid, name, key, value in (
+            ("/zipcodes", ZIP, "zip-number", "zip", 99998),
+            ("/zipcodes", ZIP, "city-boolean", "city", True),
+            ("/zipcodes", ZIP, "county-fraction", "county", 1.5),
+            ("/zipcodes", ZIP, "type-false", "type", False),
+            ("/books", BOOK, "title-number", "title", 42),
+            ("/books", BOOK, "author-boolean", "author", True),
+            ("/orders", ORDER, "book-numeric-string", "bookId", "1"),
+            ("/orders", ORDER, "user-numeric-string", "userId", "1"),
+            ("/orders", ORDER, "book-fraction", "bookId", 1.5),
+            ("/orders", ORDER, "user-boolean", "userId", True),
+        )
+    ],
 ]
 
 
@@ -160,6 +178,10 @@ def test_bad_input_gets_4xx_json_and_no_statement(target, api, statement_table, 
     body = api.error(response)
     if case.message is not None:
         assert case.message in body["errors"], f"expected the message {case.message!r} in {body['errors']}"
+    if case.field is not None:
+        assert any(error.startswith(f"{case.field}: ") for error in body["errors"]), (
+            f"expected a message naming {case.field!r} in {body['errors']}"
+        )
 
 
 @pytest.mark.parametrize("path", ["/zipcodes", "/books"])

@@ -1,5 +1,8 @@
 package dev.perflab.mvc;
 
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.type.LogicalType;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.HikariPoolMXBean;
 import io.micrometer.core.instrument.Gauge;
@@ -11,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
 import org.springframework.context.annotation.Bean;
 
 @SpringBootApplication
@@ -41,6 +45,20 @@ public class MvcApplication {
     private static void fail(String message) {
         System.err.println("perflab-spring-mvc: " + message);
         System.exit(2);
+    }
+
+    /**
+     * Strict JSON (the rest is in application.properties): a number or boolean for a string field
+     * (`"zip": 99998`) is a 400, as in Quarkus, not converted to "99998". Jackson's
+     * ALLOW_COERCION_OF_SCALARS (spring.jackson.mapper.allow-coercion-of-scalars=false) covers only
+     * numeric and boolean targets; string targets need a CoercionConfig, which has no property.
+     */
+    @Bean
+    Jackson2ObjectMapperBuilderCustomizer noScalarsAsStrings() {
+        return builder -> builder.postConfigurer(mapper -> mapper.coercionConfigFor(LogicalType.Textual)
+                .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
+                .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+                .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail));
     }
 
     /** The common pool gauges of every perflab app (docs/ARCHITECTURE.md). */

@@ -1,5 +1,8 @@
 package dev.perflab.webflux;
 
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.type.LogicalType;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -11,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
 import org.springframework.boot.web.embedded.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
@@ -21,6 +25,20 @@ public class WebfluxApplication {
 
     public static void main(String[] args) {
         SpringApplication.run(WebfluxApplication.class, args);
+    }
+
+    /**
+     * Strict JSON (the rest is in application.properties): a number or boolean for a string field
+     * (`"zip": 99998`) is a 400, as in Quarkus, not converted to "99998". Jackson's
+     * ALLOW_COERCION_OF_SCALARS (spring.jackson.mapper.allow-coercion-of-scalars=false) covers only
+     * numeric and boolean targets; string targets need a CoercionConfig, which has no property.
+     */
+    @Bean
+    Jackson2ObjectMapperBuilderCustomizer noScalarsAsStrings() {
+        return builder -> builder.postConfigurer(mapper -> mapper.coercionConfigFor(LogicalType.Textual)
+                .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
+                .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+                .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail));
     }
 
     /** The common pool gauges of every perflab app (docs/ARCHITECTURE.md). */
