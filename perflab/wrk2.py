@@ -5,7 +5,7 @@ wrk2 prints its numbers with units chosen per value ("401.82us", "9.32s", "1.05k
 milliseconds, plain counts and bytes. The parser is a pure function of the text; it raises
 ParseError, naming what is missing, on output that is truncated, corrupt or not from wrk2.
 
-Traps the fixtures (../shared/fixtures/wrk2) hold, and how the parser meets them:
+Traps the fixtures (tests/unit/fixtures/wrk2) hold, and how the parser meets them:
 - The histogram holds fewer requests than were made: wrk2 records nothing during its
   calibration period. Both counts are kept (requests vs. recorded.total_count).
 - `Req/Sec -nan`: wrk2 prints it when a thread's rate sampling interval exceeds the run;
