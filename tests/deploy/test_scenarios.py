@@ -98,11 +98,12 @@ def test_slo_override_is_the_slo_as_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "rate", "connections"), [
-    ("greeting", "", 64), ("greeting", "50", 6), ("hello-latency", "", 300), ("hello-latency", "50", 16),
-    ("books-orders", "50", 26), ("zipcodes", "", 32)])
+    ("greeting", "", 64), ("greeting", "50", 8), ("greeting", "5", 6), ("zipcodes", "25", 8),
+    ("hello-latency", "", 300), ("hello-latency", "50", 16), ("books-orders", "50", 26), ("zipcodes", "", 32)])
 def test_connections_follow_the_rate_up_to_the_scenarios(tmp_path: Path, name: str, rate: str, connections: int) -> None:
-    """Enough for twice rate x the SLO in flight and one per 10 req/s, at most the scenario's: wrk2's
-    count over a window moves in steps of connections per thread, so idle connections blur the rate."""
+    """Enough for twice rate x the SLO in flight and one per 10 req/s, at least 4 per thread while each
+    still gets a request a second, at most the scenario's: wrk2's count over a window moves in steps
+    of connections per thread, so idle connections blur the rate; one per thread queues behind slow answers."""
     proc, run = load_scenario(tmp_path, loadgen_scenario=name, loadgen_rate=rate)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert run["scenario"]["connections"] == connections
