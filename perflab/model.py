@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import types
@@ -186,6 +187,31 @@ class AppSettings:
     start_to_first_request_ms: float | None = None
 
 
+def app_variant(app: AppSettings | None) -> str:
+    """The app as deployed, one name per variant the lab tells apart (report 2: MVC's thread
+    counts and virtual threads; report 3: Quarkus' greeting on the IO or a worker thread), with
+    the resource profile where it is not the default: "quarkus (IO thread)", "spring-mvc (400
+    threads)", "spring-mvc (virtual threads) [report3]", "spring-webflux".
+
+    Only a setting the app reads names its variant (every app is given every PERFLAB_* variable,
+    apps/README.md); an unset one counts as the app's default, as the app itself takes it."""
+    if app is None:
+        return "unknown app"
+    environment = app.environment
+    if app.name == "quarkus":
+        dispatch = environment.get("PERFLAB_GREETING_DISPATCH", "io")
+        name = f"quarkus ({'IO' if dispatch == 'io' else dispatch} thread)"
+    elif app.name == "spring-mvc":
+        threads = environment.get("PERFLAB_THREADS", "platform")
+        count = environment.get("PERFLAB_MAX_THREADS", "200") if threads == "platform" else threads
+        name = f"spring-mvc ({count} threads)"
+    else:
+        name = app.name
+    if app.profile and app.profile != "default":
+        name += f" [{app.profile}]"
+    return name
+
+
 @dataclass(frozen=True)
 class HostFacts:
     tier: str
@@ -339,8 +365,7 @@ def from_jsonable(hint: Any, data: Any, where: str) -> Any:
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(data, dict):
             raise SchemaError(f"{where}: expected an object, found {_json_type(data)}")
-        hints = typing.get_type_hints(hint)
-        fields = {f.name: f for f in dataclasses.fields(hint)}
+        hints, fields = _schema(hint)
         unknown = sorted(set(data) - set(fields))
         if unknown:
             raise SchemaError(f"{where}: unknown field(s) {', '.join(unknown)}")
@@ -383,6 +408,14 @@ def from_jsonable(hint: Any, data: Any, where: str) -> Any:
             raise SchemaError(f"{where}: expected {hint.__name__}, found {_json_type(data)}")
         return data
     raise TypeError(f"{where}: unsupported type {hint!r}")
+
+
+@functools.cache
+def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A dataclass's type hints and fields, worked out once per class: a result holds hundreds of
+    spectrum points, and typing.get_type_hints is the slow part of reading them (the report reads
+    hundreds of results)."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
 
 def _json_type(data: object) -> str:

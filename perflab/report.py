@@ -3,14 +3,20 @@
 Reads every run directory (result.json, audit.json, status.json, observations.json,
 utilization.json, the raw tool output) and every sweep directory (sweep.json) under the results
 directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/report.html:
-- per app, the latency percentile spectrum on HdrHistogram's 1/(1-p) axis (corrected; the
-  uncorrected one dashed beside it where the tool recorded it: wrk2 -U, vegeta);
+- side by side, per (scenario, asked rate, tool, resource profile): the app variants' corrected
+  latency spectra on one chart with their verdicts, and a table of the same runs (achieved rate,
+  p50/p99/p99.9, errors, the app's CPU-seconds per 1,000 requests, max RSS, start to first
+  request) with each figure's ratio to the best, computed between the runs judged VALID or WARN;
+- report 3's table per scenario and profile: start to first request, and from sweeps only, max
+  throughput, the max RSS of that sweep's runs and throughput per MiB;
 - per scenario, throughput against p99 latency from sweeps;
-- per run, each tier's CPU and memory over the measured phase, the verdict with every rule and
-  the limiting tier (attribution.json);
-- report 3's table per scenario: start to first request, max RSS, max throughput, per MiB.
-Every readable run is drawn, its verdict in the legend; only runs judged VALID or WARN are compared
-(report 3's table): an INVALID run did not measure what it claims.
+- per run, its latency spectrum (corrected; uncorrected dashed where the tool recorded it: wrk2
+  -U, vegeta), each tier's CPU and memory over the measured phase, the verdict with every rule
+  and the limiting tier (attribution.json).
+An app is named by its variant everywhere (perflab.model.app_variant: MVC's threads, Quarkus'
+dispatch, the profile). Only judged runs (readable, with a verdict) are drawn; only runs judged
+VALID or WARN are compared: an INVALID run did not measure what it claims. A run without a
+verdict, or whose files cannot be read, is named, never drawn.
 
 The page has no script and fetches nothing: its Content-Security-Policy forbids any request, so
 a reference to anything outside the file would show up as an error in the browser.
@@ -35,13 +41,13 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from perflab import vegeta, wrk2
-from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError
+from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError, app_variant
 from perflab.report_charts import PALETTE, Axis, Chart, Series, render
 
 EXIT_WRITTEN = 0
@@ -50,7 +56,6 @@ EXIT_NOT_WRITTEN = 4
 
 REPORT_NAME = "report.html"
 COMPARABLE = ("VALID", "WARN")  # verdicts whose figures may be compared
-MAX_SPECTRA_PER_APP = 8  # more lines than colours stop being readable
 TIER_COLORS = {"loadgen": PALETTE[1], "app": PALETTE[0], "db": PALETTE[2], "monitoring": PALETTE[3]}
 MIB = 1024.0 * 1024.0
 
@@ -77,6 +82,8 @@ class VerdictDoc:
     status: str
     rules: tuple[RuleOutcome, ...]
     notes: tuple[tuple[str, str], ...] = ()
+    app_cpu_s_per_1000_requests: float | None = None  # the app's cost (perflab.audit.AppCost)
+    app_max_rss_bytes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,8 +127,30 @@ class Run:
         return self.readable and self.verdict is not None and self.verdict.status in COMPARABLE
 
     @property
+    def judged(self) -> bool:
+        """Readable and with a verdict: the only runs any chart draws."""
+        return self.readable and self.verdict is not None
+
+    @property
+    def state(self) -> str:
+        """What the page says of the run: its verdict when it was judged, else why it is left out."""
+        if self.judged:
+            assert self.verdict is not None
+            return self.verdict.status
+        if self.readable:
+            return "no verdict"
+        return "unreadable" if self.status == "complete" else self.status
+
+    @property
     def app(self) -> str:
-        return app_variant(self.result) if self.result is not None else "?"
+        """The app's variant (perflab.model.app_variant): its identity everywhere in the page."""
+        return app_variant(self.result.app) if self.result is not None else "?"
+
+    @property
+    def profile(self) -> str:
+        if self.result is not None and self.result.app is not None and self.result.app.profile:
+            return self.result.app.profile
+        return "default"
 
     @property
     def scenario(self) -> str:
@@ -160,22 +189,6 @@ class Results:
     runs: list[Run]
     sweeps: list[Sweep]
     problems: list[str]  # one line each, "<directory>: <what is wrong>"
-
-
-def app_variant(result: RunResult) -> str:
-    """The app as deployed, in the Makefile's spelling: quarkus+worker, spring-mvc+virtual [report3]."""
-    app = result.app
-    if app is None:
-        return "unknown app"
-    name = app.name
-    environment = app.environment
-    if environment.get("PERFLAB_GREETING_DISPATCH", "io") != "io":
-        name += "+" + environment["PERFLAB_GREETING_DISPATCH"]
-    if environment.get("PERFLAB_THREADS", "platform") != "platform":
-        name += "+" + environment["PERFLAB_THREADS"]
-    if app.profile and app.profile != "default":
-        name += f" [{app.profile}]"
-    return name
 
 
 def load(directory: Path) -> Results:
@@ -338,7 +351,7 @@ def _check_raw_output(path: Path, result: RunResult) -> str | None:
         return f"raw output {name} cannot be read ({exc}); left out"
     try:
         if result.tool == "vegeta":
-            vegeta.parse(data)
+            vegeta.check(data)
             return None
         output = wrk2.parse(_text(data, name))
     except ParseError as exc:
@@ -377,7 +390,11 @@ def _load_verdict(path: Path) -> VerdictDoc:
         (key, value) for key, value in document.items()
         if key not in ("status", "rules", "schema_version") and isinstance(value, str)
     )
-    return VerdictDoc(status=status, rules=tuple(rules), notes=notes)
+    return VerdictDoc(
+        status=status, rules=tuple(rules), notes=notes,
+        app_cpu_s_per_1000_requests=_number(document, "app_cpu_s_per_1000_requests", path.name, required=False),
+        app_max_rss_bytes=_number(document, "app_max_rss_bytes", path.name, required=False),
+    )
 
 
 def _samples(document: Any, key: str, where: str) -> tuple[tuple[float, float], ...]:
@@ -472,43 +489,229 @@ def _spectrum_points(latency: LatencyDistribution) -> tuple[tuple[float, float],
     return tuple(sorted(points))
 
 
-def _latency_section(runs: Sequence[Run]) -> str:
-    charted = [r for r in runs if r.readable]
-    if not charted:
-        return "<p>No complete run yet: nothing to draw.</p>"
-    parts = []
-    for app in sorted({r.app for r in charted}):
-        latest: dict[tuple[str, float, str], Run] = {}
-        for run in sorted((r for r in charted if r.app == app), key=lambda r: r.run_id):
-            assert run.result is not None
-            latest[(run.scenario, run.result.target_rate, run.result.tool)] = run
-        drawn = sorted(latest.values(), key=lambda r: r.run_id, reverse=True)
-        left_out = drawn[MAX_SPECTRA_PER_APP:]
-        series = []
-        for i, run in enumerate(drawn[:MAX_SPECTRA_PER_APP]):
-            result = run.result
-            assert result is not None
-            color = PALETTE[i % len(PALETTE)]
-            verdict = run.verdict.status if run.verdict else "no verdict"
-            label = (f"{run.scenario} at {result.target_rate:g}/s, {result.tool}, {verdict} "
-                     f"({run.run_id[:16]}); max {_fmt(result.latency_corrected.max_ms)} ms")
-            series.append(Series(f"{label} — corrected", _spectrum_points(result.latency_corrected), color))
-            if result.latency_uncorrected is not None:
-                series.append(Series(f"{label} — uncorrected", _spectrum_points(result.latency_uncorrected),
-                                     color, dashed=True))
-        notes = ["Dashed: uncorrected latency (wrk2 -U; vegeta always), measured from the actual send; solid "
-                 "lines are measured from each request's intended send time."]
-        if left_out:
-            notes.append(f"{len(left_out)} older configurations not drawn: "
-                         + ", ".join(r.run_id for r in left_out))
-        chart = Chart(
-            title=f"{app}: latency by percentile",
-            x=Axis("percentile (log scale of 1/(1-p))", "percentile"),
-            y=Axis("latency (ms, log scale)", "log"),
-            series=tuple(series), notes=tuple(notes), css_class="chart chart-latency",
-        )
-        parts.append(f'<section class="app-spectrum"><h3>{_esc(app)}</h3>{render(chart)}</section>')
-    return "".join(parts)
+# ---------------------------------------------------------------------------------------------
+# Side by side: the apps at one scenario, rate, tool and profile
+
+
+@dataclass(frozen=True, order=True)
+class SetKey:
+    """What makes runs comparable: the same scenario at the same asked rate, with the same load
+    generator, on the same resource profile."""
+
+    scenario: str
+    rate: float
+    tool: str
+    profile: str
+
+    @property
+    def title(self) -> str:
+        return f"{self.scenario} at {_fmt(self.rate)} req/s, {self.tool}, profile {self.profile}"
+
+
+def set_key(run: Run) -> SetKey | None:
+    if run.result is None:
+        return None
+    return SetKey(run.scenario, run.result.target_rate, run.result.tool, run.profile)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One variant of one set: the run drawn and tabled for it, and its other judged runs there."""
+
+    variant: str
+    run: Run
+    not_drawn: tuple[str, ...]  # run ids
+
+
+@dataclass(frozen=True)
+class ComparableSet:
+    key: SetKey
+    entries: tuple[Entry, ...]  # one per variant, by name
+    left_out: tuple[tuple[str, str], ...]  # (run id, state) of the set's runs that were not judged
+
+
+def side_by_side(runs: Sequence[Run]) -> list[ComparableSet]:
+    """Every (scenario, rate, tool, profile) with a judged run. Per variant, its latest run judged
+    VALID or WARN, else its latest judged run (INVALID: drawn with its verdict, never compared).
+    A run that was not judged (no verdict, unreadable) is never drawn: the set only names it."""
+    by_key: dict[SetKey, list[Run]] = {}
+    for run in runs:
+        key = set_key(run)
+        if key is not None:
+            by_key.setdefault(key, []).append(run)
+    sets = []
+    for key in sorted(by_key):
+        members = sorted(by_key[key], key=lambda r: r.run_id)
+        judged = [r for r in members if r.judged]
+        if not judged:
+            continue
+        entries = []
+        for variant in sorted({r.app for r in judged}):
+            mine = sorted((r for r in judged if r.app == variant), key=lambda r: (r.comparable, r.run_id))
+            entries.append(Entry(variant, mine[-1], tuple(r.run_id for r in mine[:-1])))
+        sets.append(ComparableSet(key, tuple(entries), tuple((r.run_id, r.state) for r in members if not r.judged)))
+    return sets
+
+
+def run_max_rss(run: Run) -> Figure:
+    """The app's max RSS in MiB over one run: the JVM process's own (audit.json, observations.json)
+    where recorded, else the app tier's resident memory (utilization.json)."""
+    own = run.verdict.app_max_rss_bytes if run.verdict is not None else None
+    if own is None:
+        own = run.app_max_rss_bytes
+    if own is not None:
+        return Figure(own / MIB, "the app's max RSS (observations)")
+    if run.utilization is not None and "app" in run.utilization.tiers:
+        tier = [v for _, v in run.utilization.tiers["app"].memory_bytes]
+        if tier:
+            return Figure(max(tier) / MIB, "app tier's resident memory, all its processes (utilization.json)")
+    return Figure(None)
+
+
+def _percentile(run: Run, key: str) -> float | None:
+    return run.result.latency_corrected.percentiles_ms.get(key) if run.result is not None else None
+
+
+def _start_ms(run: Run) -> float | None:
+    app = run.result.app if run.result is not None else None
+    return app.start_to_first_request_ms if app is not None else None
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    figure: Callable[[Run], float | None]
+    better: Literal["lower", "higher"] | None  # None: no ratio to the best (errors: a judged run has none)
+
+
+SET_COLUMNS = (
+    Column("achieved req/s", lambda r: r.result.achieved_rate if r.result is not None else None, "higher"),
+    Column("p50 ms", lambda r: _percentile(r, "50"), "lower"),
+    Column("p99 ms", lambda r: _percentile(r, "99"), "lower"),
+    Column("p99.9 ms", lambda r: _percentile(r, "99.9"), "lower"),
+    Column("errors", lambda r: float(r.result.errors.total()) if r.result is not None else None, None),
+    Column("app CPU-s per 1,000 requests",
+           lambda r: r.verdict.app_cpu_s_per_1000_requests if r.verdict is not None else None, "lower"),
+    Column("max RSS MiB", lambda r: run_max_rss(r).value, "lower"),
+    Column("start to first request ms", _start_ms, "lower"),
+)
+
+
+@dataclass(frozen=True)
+class SetRow:
+    """One variant's line of a set's table: each column's figure and its ratio to the best figure
+    of the set's VALID/WARN runs (None: not compared, not recorded, or nothing to compare with)."""
+
+    variant: str
+    run_id: str
+    state: str
+    figures: tuple[float | None, ...]  # in SET_COLUMNS' order
+    ratios: tuple[float | None, ...]
+
+
+def set_rows(comparable_set: ComparableSet) -> tuple[SetRow, ...]:
+    entries = comparable_set.entries
+    ratios = [ratios_to_best(entries, column) for column in SET_COLUMNS]
+    return tuple(
+        SetRow(e.variant, e.run.run_id, e.run.state, tuple(c.figure(e.run) for c in SET_COLUMNS),
+               tuple(r.get(e.variant) for r in ratios))
+        for e in entries
+    )
+
+
+def ratios_to_best(entries: Sequence[Entry], column: Column) -> dict[str, float]:
+    """variant -> its figure / the best figure, between the runs judged VALID or WARN alone (an
+    INVALID run did not measure what it claims); empty when fewer than two such runs have it."""
+    known: dict[str, float] = {}
+    for entry in entries:
+        value = column.figure(entry.run) if entry.run.comparable else None
+        if value is not None:
+            known[entry.variant] = value
+    if column.better is None or len(known) < 2:
+        return {}
+    best = max(known.values()) if column.better == "higher" else min(known.values())
+    if best <= 0:
+        return {}
+    return {variant: value / best for variant, value in known.items()}
+
+
+def _ratio_text(ratio: float | None) -> str:
+    if ratio is None:
+        return ""
+    return "best" if math.isclose(ratio, 1.0, rel_tol=1e-9) else f"{ratio:.3g}× best"
+
+
+def variant_colors(runs: Sequence[Run]) -> dict[str, str]:
+    """One colour per variant for the whole page, so that an app reads the same in every chart."""
+    variants = sorted({r.app for r in runs if r.judged})
+    return {variant: PALETTE[i % len(PALETTE)] for i, variant in enumerate(variants)}
+
+
+def _side_by_side_section(runs: Sequence[Run], colors: dict[str, str]) -> str:
+    sets = side_by_side(runs)
+    if not sets:
+        return "<p>No judged run yet: nothing to draw.</p>"
+    # Where apps meet first: a set of one app answers nothing side by side.
+    return "".join(_set_section(s, colors) for s in sorted(sets, key=lambda s: -len(s.entries)))
+
+
+def _set_section(comparable_set: ComparableSet, colors: dict[str, str]) -> str:
+    series = []
+    for entry in comparable_set.entries:
+        result = entry.run.result
+        assert result is not None
+        latency = result.latency_corrected
+        label = (f"{entry.variant}: {entry.run.state} ({entry.run.run_id[:16]}); p99 "
+                 f"{_fmt(latency.percentiles_ms.get('99'))} ms, max {_fmt(latency.max_ms)} ms")
+        series.append(Series(label, _spectrum_points(latency), colors.get(entry.variant, PALETTE[6])))
+    notes = ["Corrected latency: measured from each request's intended send time. Ratios compare only the "
+             "runs judged VALID or WARN."]
+    earlier = [run_id for e in comparable_set.entries for run_id in e.not_drawn]
+    if earlier:
+        notes.append("Other judged runs of these variants, not drawn (the latest VALID or WARN run is): "
+                     + ", ".join(earlier))
+    if comparable_set.left_out:
+        notes.append("Not drawn, not compared: " + ", ".join(f"{run_id} ({state})"
+                                                             for run_id, state in comparable_set.left_out))
+    chart = Chart(
+        title=f"{comparable_set.key.title}: latency by percentile",
+        x=Axis("percentile (log scale of 1/(1-p))", "percentile"),
+        y=Axis("latency (ms, log scale)", "log"),
+        series=tuple(series), notes=tuple(notes), css_class="chart chart-side-by-side",
+    )
+    return (f'<section class="side-by-side"><h3>{_esc(comparable_set.key.title)}</h3>{render(chart)}'
+            f"{_set_table(comparable_set)}</section>")
+
+
+def _set_table(comparable_set: ComparableSet) -> str:
+    rows = []
+    for row in set_rows(comparable_set):
+        cells = []
+        for value, ratio in zip(row.figures, row.ratios):
+            cells.append(f'<td>{_esc(_fmt(value))}<span class="ratio">{_esc(_ratio_text(ratio))}</span></td>')
+        compared = "" if row.state in COMPARABLE else '<span class="ratio">not compared</span>'
+        rows.append(f'<tr><th>{_esc(row.variant)}</th><td><a href="#run-{_esc(row.run_id)}">{_esc(row.run_id)}</a>'
+                    f'</td><td class="verdict {_esc(row.state)}">{_esc(row.state)}{compared}</td>{"".join(cells)}</tr>')
+    header = "".join(f"<th>{_esc(c.header)}</th>" for c in SET_COLUMNS)
+    return (f'<table class="side-by-side"><thead><tr><th>app</th><th>run</th><th>verdict</th>{header}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _run_latency_chart(run: Run, color: str) -> str:
+    """One judged run's spectrum: corrected, and uncorrected dashed where the tool recorded it."""
+    result = run.result
+    assert result is not None
+    series = [Series(f"corrected; max {_fmt(result.latency_corrected.max_ms)} ms",
+                     _spectrum_points(result.latency_corrected), color)]
+    if result.latency_uncorrected is not None:
+        series.append(Series(f"uncorrected (from the actual send); max {_fmt(result.latency_uncorrected.max_ms)} ms",
+                             _spectrum_points(result.latency_uncorrected), color, dashed=True))
+    chart = Chart(
+        title=f"{run.app}, {run.scenario} at {result.target_rate:g}/s, {result.tool}, {run.state}",
+        x=Axis("percentile (log scale of 1/(1-p))", "percentile"), y=Axis("latency (ms, log scale)", "log"),
+        series=tuple(series), width=460, height=240, css_class="chart chart-latency",
+    )
+    return render(chart)
 
 
 def _sweep_variant(sweep: Sweep, runs_by_id: dict[str, Run]) -> str:
@@ -530,7 +733,7 @@ def _sweep_section(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> str:
             points: list[tuple[float, float]] = []
             hollow: set[int] = set()
             for step in sweep.steps:
-                if step.p99_ms is None:
+                if step.p99_ms is None or step.verdict is None:  # never judged: not drawn
                     continue
                 if step.verdict not in COMPARABLE or step.within_slo is False or step.status != "complete":
                     hollow.add(len(points))
@@ -585,7 +788,7 @@ def _run_rows(runs: Sequence[Run]) -> str:
     rows = []
     for run in sorted(runs, key=lambda r: r.run_id, reverse=True):
         result = run.result
-        verdict = run.verdict.status if run.verdict else ("—" if run.readable else run.status)
+        verdict = run.state
         cells: list[str]
         if result is not None:
             latency = result.latency_corrected
@@ -608,8 +811,9 @@ def _run_rows(runs: Sequence[Run]) -> str:
 _STATUS_ORDER = ("INVALID", "WARN", "VALID", "NOT_EVALUATED")
 
 
-def _run_section(run: Run) -> str:
-    parts = [f'<section class="run" id="run-{_esc(run.run_id)}"><h3>{_esc(run.run_id)}</h3>']
+def _run_section(run: Run, colors: dict[str, str]) -> str:
+    parts = [f'<section class="run" id="run-{_esc(run.run_id)}"><h3>{_esc(run.run_id)}: '
+             f'<span class="verdict {_esc(run.state)}">{_esc(run.state)}</span></h3>']
     if run.result is not None:
         result = run.result
         start = result.app.start_to_first_request_ms if result.app else None
@@ -635,8 +839,11 @@ def _run_section(run: Run) -> str:
                      + "".join(f'<tr><td>{_esc(r.rule)}</td><td class="verdict {_esc(r.status)}">{_esc(r.status)}</td>'
                                f"<td>{_esc(r.evidence)}</td></tr>" for r in rules)
                      + "</tbody></table>")
-    if run.readable:
+    if run.judged:
+        parts.append('<div class="pair">' + _run_latency_chart(run, colors.get(run.app, PALETTE[0])) + "</div>")
         parts.append(_utilization_charts(run))
+    elif run.readable:
+        parts.append('<p class="not-recorded">Not drawn: the run has no verdict.</p>')
     parts.append("</section>")
     return "".join(parts)
 
@@ -651,43 +858,64 @@ class Figure:
 
 @dataclass(frozen=True)
 class AppFigures:
-    """Report 3's four figures of one app in one scenario."""
+    """Report 3's four figures of one app variant in one scenario and profile."""
 
     start_to_first_request_ms: Figure
-    max_rss_mib: Figure
-    max_throughput: Figure  # req/s
-    throughput_per_mib: Figure  # req/s per MiB of max RSS
+    max_throughput: Figure  # req/s: the highest max sustainable rate of its sweeps; never a single run's rate
+    max_rss_mib: Figure  # over the runs of that sweep
+    throughput_per_mib: Figure  # req/s per MiB of that max RSS
 
 
-COMPARISON_ROWS = (
-    ("start to first request (ms)", "start_to_first_request_ms"),
-    ("max RSS (MiB)", "max_rss_mib"),
-    ("max throughput (req/s)", "max_throughput"),
-    ("max throughput per MiB (req/s/MiB)", "throughput_per_mib"),
+# (label, AppFigures attribute, which figure is the best)
+COMPARISON_ROWS: tuple[tuple[str, str, Literal["lower", "higher"]], ...] = (
+    ("start to first request (ms)", "start_to_first_request_ms", "lower"),
+    ("max throughput (req/s)", "max_throughput", "higher"),
+    ("max RSS over that sweep's runs (MiB)", "max_rss_mib", "lower"),
+    ("max throughput per MiB (req/s/MiB)", "throughput_per_mib", "higher"),
 )
+NO_SWEEP = "no sweep (make sweep APP=... SCENARIO=... finds it)"
 
 
-def compare(results: Results) -> dict[str, dict[str, AppFigures]]:
-    """Report 3's table per scenario: scenario -> app -> its figures, from every readable run and sweep."""
+def compare(results: Results) -> dict[tuple[str, str], dict[str, AppFigures]]:
+    """Report 3's table per scenario and profile: (scenario, profile) -> app variant -> its
+    figures. Start to first request from every readable run (it does not depend on the load);
+    max throughput, and the RSS and throughput per MiB that go with it, from sweeps only: a run
+    at the rate it was asked for says nothing of the most the app sustains."""
     runs_by_id = {r.run_id: r for r in results.runs}
     readable = [r for r in results.runs if r.readable]
-    table: dict[str, dict[str, AppFigures]] = {}
-    for scenario in sorted({r.scenario for r in readable} | {s.scenario for s in results.sweeps}):
-        apps = sorted({r.app for r in readable if r.scenario == scenario}
-                      | {_sweep_variant(s, runs_by_id) for s in results.sweeps if s.scenario == scenario})
-        table[scenario] = {}
-        for app in apps:
-            mine = [r for r in readable if r.app == app and r.scenario == scenario]
-            starts = [r.result.app.start_to_first_request_ms for r in mine
-                      if r.result is not None and r.result.app is not None
-                      and r.result.app.start_to_first_request_ms is not None]
-            start = Figure(statistics.fmean(starts), f"mean of {len(starts)} run(s)") if starts else Figure(None)
-            rss = _max_rss(mine)
-            throughput = _max_throughput(app, scenario, mine, results.sweeps, runs_by_id)
-            per_mib = (Figure(throughput.value / rss.value, "max throughput / max RSS")
-                       if throughput.value is not None and rss.value else Figure(None))
-            table[scenario][app] = AppFigures(start, rss, throughput, per_mib)
+    sweeps: dict[tuple[str, str, str], list[Sweep]] = {}
+    for sweep in results.sweeps:
+        sweep_runs = _sweep_runs(sweep, runs_by_id)
+        profile = sweep_runs[0].profile if sweep_runs else "default"
+        sweeps.setdefault((sweep.scenario, profile, _sweep_variant(sweep, runs_by_id)), []).append(sweep)
+    groups = {(r.scenario, r.profile, r.app) for r in readable} | set(sweeps)
+    table: dict[tuple[str, str], dict[str, AppFigures]] = {}
+    for scenario, profile, app in sorted(groups):
+        mine = [r for r in readable if (r.scenario, r.profile, r.app) == (scenario, profile, app)]
+        starts = [s for s in (_start_ms(r) for r in mine) if s is not None]
+        start = Figure(statistics.fmean(starts), f"mean of {len(starts)} run(s)") if starts else Figure(None)
+        throughput, rss = _sweep_figures(sweeps.get((scenario, profile, app), []), runs_by_id)
+        per_mib = (Figure(throughput.value / rss.value, "max throughput / max RSS of that sweep")
+                   if throughput.value is not None and rss.value else Figure(None))
+        table.setdefault((scenario, profile), {})[app] = AppFigures(start, throughput, rss, per_mib)
     return table
+
+
+def _sweep_runs(sweep: Sweep, runs_by_id: dict[str, Run]) -> list[Run]:
+    return [runs_by_id[s.run_id] for s in sweep.steps if s.run_id in runs_by_id]
+
+
+def _sweep_figures(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> tuple[Figure, Figure]:
+    """The highest max sustainable rate of `sweeps`, and the app's max RSS over that sweep's runs."""
+    found = [s for s in sweeps if s.max_sustainable_rate is not None]
+    if not found:
+        return Figure(None, NO_SWEEP if not sweeps else "no sustainable rate in its sweep(s)"), Figure(None, NO_SWEEP)
+    best = max(found, key=lambda s: s.max_sustainable_rate or 0.0)
+    throughput = Figure(best.max_sustainable_rate, f"max sustainable rate of sweep {best.sweep_id}")
+    rss = [f.value for f in (run_max_rss(r) for r in _sweep_runs(best, runs_by_id) if r.readable)
+           if f.value is not None]
+    return throughput, (Figure(max(rss), f"largest of {len(rss)} run(s) of sweep {best.sweep_id}") if rss
+                        else Figure(None))
 
 
 def _comparison_section(results: Results) -> str:
@@ -695,48 +923,23 @@ def _comparison_section(results: Results) -> str:
     if not table:
         return "<p>No complete run yet.</p>"
     parts = []
-    for scenario, apps in table.items():
-        first = next(iter(apps))
+    for (scenario, profile), apps in table.items():
         rows = []
-        for label, attribute in COMPARISON_ROWS:
+        for label, attribute, better in COMPARISON_ROWS:
+            figures: dict[str, Figure] = {app: getattr(f, attribute) for app, f in apps.items()}
+            known = [f.value for f in figures.values() if f.value is not None]
+            best = (max(known) if better == "higher" else min(known)) if len(known) > 1 else None
             cells = []
-            for app, figures in apps.items():
-                figure: Figure = getattr(figures, attribute)
-                base: float | None = getattr(apps[first], attribute).value
-                text = _fmt(figure.value, 4)
-                if app != first and figure.value is not None and base:
-                    text += f" ({figure.value / base:.1%} of {first})"
-                source = figure.source if figure.value is not None else "not recorded"
-                cells.append(f'<td>{_esc(text)}<span class="source">{_esc(source)}</span></td>')
+            for figure in figures.values():
+                ratio = figure.value / best if figure.value is not None and best else None
+                source = figure.source or "not recorded"
+                cells.append(f'<td>{_esc(_fmt(figure.value, 4))}<span class="ratio">{_esc(_ratio_text(ratio))}</span>'
+                             f'<span class="source">{_esc(source)}</span></td>')
             rows.append(f"<tr><th>{_esc(label)}</th>{''.join(cells)}</tr>")
         header = "".join(f"<th>{_esc(a)}</th>" for a in apps)
-        parts.append(f'<h3>{_esc(scenario)}</h3><table class="compare"><thead><tr><th></th>{header}</tr></thead>'
-                     f"<tbody>{''.join(rows)}</tbody></table>")
+        parts.append(f'<h3>{_esc(scenario)}, profile {_esc(profile)}</h3><table class="compare"><thead><tr><th></th>'
+                     f"{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return "".join(parts)
-
-
-def _max_rss(runs: Sequence[Run]) -> Figure:
-    """The app's max RSS in MiB: the JVM's own (observations) where recorded, else the app tier's (Prometheus)."""
-    own = [r.app_max_rss_bytes for r in runs if r.app_max_rss_bytes is not None]
-    if own:
-        return Figure(max(own) / MIB, "the app's max RSS (observations.json)")
-    tier = [v for r in runs if r.utilization is not None and "app" in r.utilization.tiers
-            for _, v in r.utilization.tiers["app"].memory_bytes]
-    if tier:
-        return Figure(max(tier) / MIB, "app tier's resident memory, all its processes (utilization.json)")
-    return Figure(None)
-
-
-def _max_throughput(app: str, scenario: str, runs: Sequence[Run], sweeps: Sequence[Sweep],
-                    runs_by_id: dict[str, Run]) -> Figure:
-    swept = [s.max_sustainable_rate for s in sweeps
-             if s.scenario == scenario and _sweep_variant(s, runs_by_id) == app and s.max_sustainable_rate is not None]
-    if swept:
-        return Figure(max(swept), "max sustainable rate of a sweep")
-    judged = [r.result.achieved_rate for r in runs if r.comparable and r.result is not None]
-    if judged:
-        return Figure(max(judged), "highest achieved rate of a VALID/WARN run (no sweep)")
-    return Figure(None)
 
 
 _STYLE = """
@@ -746,7 +949,8 @@ table { border-collapse: collapse; margin: .5em 0; } th, td { border: 1px solid 
 td { vertical-align: top; } .runs td:nth-child(n+5) { text-align: right; }
 .verdict.VALID { background: #d9f2d9; } .verdict.WARN { background: #fff0c2; } .verdict.INVALID { background: #f8d0d0; }
 .verdict.NOT_EVALUATED { color: #777; } .problem { color: #a00000; } .not-recorded { color: #777; font-style: italic; }
-.source { display: block; color: #777; font-size: .8em; }
+.source { display: block; color: #777; font-size: .8em; } .ratio { display: block; color: #555; font-size: .8em; }
+table.side-by-side td { text-align: right; } table.side-by-side td:nth-child(2), table.side-by-side td:nth-child(3) { text-align: left; }
 .figure { display: inline-block; margin: .5em 1em .5em 0; vertical-align: top; }
 .figure figcaption { max-width: 640px; font-size: .85em; }
 .legend { list-style: none; padding: 0; margin: .2em 0; } .legend li { margin: .1em 0; }
@@ -766,18 +970,24 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
     summary = (f"{len(results.runs)} run directories ({sum(r.readable for r in results.runs)} complete and readable, "
                f"{sum(r.comparable for r in results.runs)} judged VALID or WARN), {len(results.sweeps)} sweep(s), "
                f"{len(results.problems)} problem(s).")
+    colors = variant_colors(results.runs)
     body = [
         f"<h1>perflab report</h1><p>From <code>{_esc(results.directory)}</code>, written "
-        f"{generated_at.strftime('%Y-%m-%d %H:%M:%S %Z')}. {_esc(summary)}</p>",
-        "<p>Every complete run is drawn with its verdict; only runs judged VALID or WARN are compared: an "
-        "INVALID run did not measure what it claims (see its verdict below).</p>",
-        f'<h2 id="problems">Problems ({len(results.problems)})</h2>{problems}',
-        f'<h2 id="compare">Apps compared</h2><p>As report 3: start to first request, max RSS, max throughput '
-        f"and throughput per MiB of RSS, per scenario.</p>{_comparison_section(results)}",
-        f'<h2 id="latency">Latency spectrum per app</h2>{_latency_section(results.runs)}',
+        f"{generated_at.strftime('%Y-%m-%d %H:%M:%S %Z')}. {_esc(summary)} "
+        '<a href="#problems">Problems</a> are listed below the comparisons.</p>',
+        "<p>Every judged run is drawn with its verdict; a run without a verdict, or whose files cannot be read, is "
+        "never drawn. Only runs judged VALID or WARN are compared: an INVALID run did not measure what it claims "
+        "(see its verdict below). An app is named with its variant (threads, dispatch) and, where it is not the "
+        "default, its resource profile.</p>",
+        f'<h2 id="side-by-side">Apps side by side, per scenario, rate, tool and profile</h2>'
+        f"{_side_by_side_section(results.runs, colors)}",
+        f'<h2 id="compare">Apps compared</h2><p>As report 3, per scenario and profile: start to first request, and '
+        f"from sweeps only, max throughput, the max RSS of that sweep's runs and throughput per MiB of it.</p>"
+        f"{_comparison_section(results)}",
         f'<h2 id="sweeps">Throughput against latency (sweeps)</h2>{_sweep_section(results.sweeps, runs_by_id)}',
+        f'<h2 id="problems">Problems ({len(results.problems)})</h2>{problems}',
         f'<h2 id="runs">Runs, verdicts and per-tier utilization</h2>{_run_rows(results.runs)}',
-        "".join(_run_section(r) for r in sorted(results.runs, key=lambda r: r.run_id, reverse=True)),
+        "".join(_run_section(r, colors) for r in sorted(results.runs, key=lambda r: r.run_id, reverse=True)),
     ]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

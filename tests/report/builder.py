@@ -7,7 +7,9 @@ Sources: the wrk2 and vegeta fixtures of tests/unit/fixtures (real outputs of lo
 and fixtures/vegeta-quarkus-zipcodes-500rps (a run of the local lab: its context, observations
 and utilization.json, with vegeta's output; its README says where each comes from). The
 contexts of the fixture runs borrow real deploy figures (start to first request) from lab runs;
-their latency is the fixtures' own.
+their latency is the fixtures' own. The runs side by side (SIDE_BY_SIDE: three apps and a variant
+at one scenario, rate and tool) also borrow, as their observations, the app's busy cores and max
+RSS of three lab runs of greeting (20261124T002526Z, ...002724Z, ...002937Z, at about 30 req/s).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class FixtureRun:
     environment: tuple[tuple[str, str], ...] = ()
     duration_s: float = 20.0  # the measured phase: vegeta's -duration (its output does not carry it)
     table: Path | None = None  # wrk2: the run's percentile table, kept beside its text as the bench does
+    observed: tuple[float, float] | None = None  # the app's busy cores over the phase, its max RSS in bytes
 
 
 GOOD_RUNS = (
@@ -56,7 +59,7 @@ GOOD_RUNS = (
     FixtureRun("20260102T101000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-overloaded-uncorrected.txt",
                "wrk2", 600, "quarkus", "greeting", 6918.0),
     FixtureRun("20260102T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
-               "vegeta", 200, "spring-mvc", "greeting", 9387.0, duration_s=3.0),
+               "vegeta", 200, "spring-mvc", "greeting", 26023.2, duration_s=3.0, observed=(0.15365, 208809984)),
     FixtureRun("20260102T103000Z-spring-mvc-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-errors-non2xx.txt",
                "wrk2", 1000, "spring-mvc", "greeting", 9446.0),
     FixtureRun("20260102T104000Z-spring-mvc-greeting",
@@ -67,6 +70,25 @@ GOOD_RUNS = (
 TABLE_RUN = FixtureRun("20260102T105000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-steady-1000rps.txt",
                        "wrk2", 1000, "quarkus", "greeting", 6581.0,
                        table=UNIT_FIXTURES / "wrk2" / "wrk2-steady-1000rps-percentiles.json")
+# Greeting at 200 req/s with vegeta on the default profile: with GOOD_RUNS[2] (spring-mvc, 200 threads),
+# three apps judged VALID and a variant judged INVALID (spring-mvc with 400 threads: 1 answer in 10 a 500).
+SIDE_BY_SIDE = (
+    FixtureRun("20260104T100000Z-quarkus-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-freeze-1s-200rps.jsonl.gz",
+               "vegeta", 200, "quarkus", "greeting", 13232.3, duration_s=4.0, observed=(0.08042, 210669568)),
+    FixtureRun("20260104T101000Z-spring-webflux-greeting",
+               UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
+               "vegeta", 200, "spring-webflux", "greeting", 26916.8, duration_s=3.0, observed=(0.15599, 228069376)),
+    FixtureRun("20260104T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-errors-500-200rps.jsonl.gz",
+               "vegeta", 200, "spring-mvc", "greeting", 25191.7, (("PERFLAB_MAX_THREADS", "400"),), duration_s=3.0,
+               observed=(0.16, 206393344)),
+)
+# Two runs of that set that must never be drawn, each newer than the judged run of its app, with
+# the message the report gives for it.
+SIDE_BY_SIDE_LEFT_OUT = {
+    "20260104T103000Z-spring-webflux-greeting": "no audit.json: the run has no verdict and is left out of the charts",
+    "20260104T104000Z-quarkus-greeting": "raw output vegeta-measure.jsonl.gz is corrupt (the gzip stream ends early: "
+                                         "the file is truncated); left out",
+}
 SWEEP_ID = "20260102T102000Z-spring-mvc-greeting-sweep"
 SWEEP_SLO_P99_MS = 50.0
 
@@ -109,7 +131,14 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
     parsed = perflab(f"parse-{run.tool}", run_dir / raw_name, "--target-rate", str(run.rate), *extra,
                      "--context", run_dir / "context.json", "--json")
     assert parsed.returncode == 0, parsed.stderr
-    _complete(run_dir, parsed.stdout)
+    observations = None
+    if run.observed is not None:
+        busy_cores, max_rss_bytes = run.observed
+        observations = run_dir / "observations.json"
+        _write(observations, json.dumps({
+            "schema_version": 1, "app_max_rss_bytes": max_rss_bytes,
+            "app_cpu": {"busy_cores": busy_cores, "allotted_cores": 1, "window_s": run.duration_s}}))
+    _complete(run_dir, parsed.stdout, observations)
     return run_dir
 
 
@@ -125,6 +154,17 @@ def add_lab_run(results: Path) -> Path:
     assert parsed.returncode == 0, parsed.stderr
     _complete(run_dir, parsed.stdout, run_dir / "observations.json")
     return run_dir
+
+
+def add_side_by_side(results: Path) -> None:
+    """SIDE_BY_SIDE, and the two runs of SIDE_BY_SIDE_LEFT_OUT: one without audit.json, one whose
+    raw output is cut short (its audit.json says VALID)."""
+    for run in SIDE_BY_SIDE:
+        add_fixture_run(results, run)
+    no_verdict, unreadable = SIDE_BY_SIDE_LEFT_OUT
+    (add_fixture_run(results, replace(SIDE_BY_SIDE[1], run_id=no_verdict)) / "audit.json").unlink()
+    raw_gzip = add_fixture_run(results, replace(SIDE_BY_SIDE[0], run_id=unreadable)) / "vegeta-measure.jsonl.gz"
+    raw_gzip.write_bytes(raw_gzip.read_bytes()[:4000])
 
 
 def add_sweep(results: Path) -> Path:
@@ -212,6 +252,7 @@ def full_results(results: Path) -> Path:
     run_dir = results / GOOD_RUNS[0].run_id  # the app's own max RSS, as perflab.observe records it
     observations = {"schema_version": 1, "app_max_rss_bytes": QUARKUS_MAX_RSS_BYTES}
     _write(run_dir / "observations.json", json.dumps(observations))
+    add_side_by_side(results)
     add_sweep(results)
     add_bad_input(results)
     return results

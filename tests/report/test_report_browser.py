@@ -45,7 +45,12 @@ def test_report_opens_without_console_errors_and_draws_its_charts(report_page: P
     assert seen.errors == []
     charts: list[dict[str, Any]] = seen.evaluated
     kinds = [c["kind"] for c in charts]
-    assert kinds.count("chart chart-latency") == 3
+    # The apps side by side first: greeting at 200 req/s with vegeta, its four judged runs (three apps and
+    # an INVALID variant), then one chart per other (scenario, rate, tool, profile) with a judged run.
+    side_by_side = [c for c in charts if c["kind"] == "chart chart-side-by-side"]
+    assert charts[0]["kind"] == "chart chart-side-by-side" and len(charts[0]["lines"]) == 4
+    assert len(side_by_side) == 6
+    assert kinds.count("chart chart-latency") == 9  # one per judged run, none for the five left out
     assert kinds.count("chart chart-sweep") == 1
     assert kinds.count("chart chart-cpu") == 1 and kinds.count("chart chart-memory") == 1
     for chart in charts:

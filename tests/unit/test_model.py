@@ -15,6 +15,7 @@ from perflab.model import (
     RunResult,
     ScenarioRun,
     SchemaError,
+    app_variant,
     percentile_key,
 )
 
@@ -180,3 +181,26 @@ def test_observations_without_a_cpu_window_still_load() -> None:
     del document["app_cpu"]["window_s"]
     old = Observations.from_json(json.dumps(document))
     assert old.app_cpu == TierCpu(busy_cores=0.5, allotted_cores=1) and old.app_cpu.cpu_s is None
+
+
+@pytest.mark.parametrize(("name", "environment", "profile", "variant"), [
+    ("quarkus", {}, None, "quarkus (IO thread)"),
+    ("quarkus", {"PERFLAB_GREETING_DISPATCH": "io", "PERFLAB_MAX_THREADS": "400"}, "default", "quarkus (IO thread)"),
+    ("quarkus", {"PERFLAB_GREETING_DISPATCH": "worker"}, "default", "quarkus (worker thread)"),
+    ("spring-mvc", {}, "default", "spring-mvc (200 threads)"),
+    ("spring-mvc", {"PERFLAB_THREADS": "platform", "PERFLAB_MAX_THREADS": "200"}, None, "spring-mvc (200 threads)"),
+    ("spring-mvc", {"PERFLAB_THREADS": "platform", "PERFLAB_MAX_THREADS": "400"}, None, "spring-mvc (400 threads)"),
+    ("spring-mvc", {"PERFLAB_THREADS": "virtual", "PERFLAB_MAX_THREADS": "200"}, None, "spring-mvc (virtual threads)"),
+    ("spring-mvc", {"PERFLAB_GREETING_DISPATCH": "worker"}, "report3", "spring-mvc (200 threads) [report3]"),
+    ("spring-webflux", {"PERFLAB_THREADS": "virtual", "PERFLAB_GREETING_DISPATCH": "worker"}, None, "spring-webflux"),
+    ("spring-webflux", {}, "report4", "spring-webflux [report4]"),
+])
+def test_a_variant_is_named_by_the_settings_its_app_reads(
+        name: str, environment: dict[str, str], profile: str | None, variant: str) -> None:
+    """Report 2's MVC thread counts and virtual threads, report 3's Quarkus dispatch: each its own name; a
+    setting the app does not read (every app gets every PERFLAB_* variable) names nothing."""
+    assert app_variant(AppSettings(name=name, profile=profile, environment=environment)) == variant
+
+
+def test_a_result_without_app_settings_has_an_unknown_app() -> None:
+    assert app_variant(None) == "unknown app"

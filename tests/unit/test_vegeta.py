@@ -285,6 +285,27 @@ def test_unusable_results_raise_a_clear_error(data: Callable[[], bytes], message
         vegeta.parse(data())
 
 
+@pytest.mark.parametrize("name", sorted(VEGETA_RUNS))
+def test_check_counts_every_result_of_an_intact_file(name: str) -> None:
+    assert vegeta.check(vegeta_bytes(name)) == len(vegeta.parse(vegeta_bytes(name)).results)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (lambda: b"", "the results are empty"),
+    (lambda: _plain()[:-40], r"line 600, the last, is cut off: the results are truncated"),
+    (lambda: vegeta_bytes(STEADY)[:-100], "the gzip stream ends early: the file is truncated"),
+    (lambda: vegeta_bytes(STEADY)[:-8] + b"\0" * 8, "corrupt gzip"),  # a byte changed: gzip's CRC says so
+    (lambda: b"\x0e\xff\x81\x03\x01\x01\x06Result\x01\xff\x82", r"not text: vegeta's binary \(gob\) results"),
+    (lambda: b'{"metrics": {"http_reqs": {"count": 10}}}\n', "line 1 is not a vegeta result: no seq, code, timestamp"),
+    (lambda: _replace_first_line(lambda d: d | {"timestamp": "yesterday"}), "line 1: timestamp should be an RFC 3339"),
+], ids=["empty", "truncated-last-line", "truncated-gzip", "bad-crc", "gob", "not-vegeta", "bad-first-line"])
+def test_check_refuses_a_file_cut_short_or_not_vegetas(data: Callable[[], bytes], message: str) -> None:
+    """The report's check, without reading every result: what a full disk, a copy cut short or another
+    file in its place leaves."""
+    with pytest.raises(ParseError, match=message):
+        vegeta.check(data())
+
+
 def test_results_cut_at_a_line_end_lose_nothing() -> None:
     assert len(vegeta.parse(_plain().rstrip(b"\n")).results) == 600
 
