@@ -207,6 +207,11 @@ sweep: $(VENV_STAMP) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" o
 report: $(VENV_STAMP) ## One self-contained HTML page from RESULTS (default results/): latency spectra, sweeps, per-tier utilization, verdicts, report 3's table -> RESULTS/report.html
 	@$(BIN)/perflab report --results "$(PERFLAB_RESULTS_DIR)" || [ $$? -eq 3 ]
 
+# perflab history counts the runs it leaves out (not judged) on stderr and exits 0.
+.PHONY: history
+history: $(VENV_STAMP) ## One CSV row per judged run in RESULTS (default results/): app, variant, scenario, rate, tool, profile, verdict, key figures -> RESULTS/history.csv (DuckDB: read_csv_auto)
+	@$(BIN)/perflab history --results "$(PERFLAB_RESULTS_DIR)"
+
 # `make watch`: the lab's tiers live in the terminal, from the inventory's lab_prometheus_url
 # (PROMETHEUS_URL= overrides it). INTERVAL= seconds between refreshes (default 5).
 PROMETHEUS_URL ?=

@@ -20,6 +20,8 @@ Commands:
       the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS)
   perflab thresholds                                 every audit threshold with its reason
   perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
+  perflab history [--results DIR] [--output FILE.csv]
+      one CSV row per judged run, oldest first (perflab/history.py); the runs not judged counted on stderr
 
 Exit codes:
   0  parsed; or the audit verdict is VALID
@@ -43,7 +45,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, report, sweep, vegeta, watch, wrk2
+from perflab import audit, history, report, sweep, vegeta, watch, wrk2
 from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunContext, RunResult, SchemaError
 
 EXIT_OK = 0
@@ -123,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = commands.add_parser("thresholds", help="list every audit threshold with its reason")
     sub.set_defaults(command=_thresholds)
     report.register(commands)
+    history.register(commands)
     sweep.register(commands)
     watch.register(commands)
     return parser

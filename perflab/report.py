@@ -6,7 +6,8 @@ directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/rep
 - side by side, per (scenario, asked rate, tool, resource profile): the app variants' corrected
   latency spectra on one chart with their verdicts, and a table of the same runs (achieved rate,
   p50/p99/p99.9, errors, the app's CPU-seconds per 1,000 requests, max RSS, start to first
-  request) with each figure's ratio to the best, computed between the runs judged VALID or WARN;
+  request) with each figure's ratio to the best, computed between the runs judged VALID or WARN,
+  and the set's last 5 judged runs, newest first, with verdict and p99 (perflab.history's rows);
 - report 3's table per scenario and profile: start to first request, and from sweeps only, max
   throughput, the max RSS of that sweep's runs and throughput per MiB;
 - per scenario, throughput against p99 latency from sweeps;
@@ -44,11 +45,14 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from perflab import vegeta, wrk2
 from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError, app_variant
 from perflab.report_charts import PALETTE, Axis, Chart, Series, render
+
+if TYPE_CHECKING:  # perflab.history reads the runs this module loads; render_page imports it at run time
+    from perflab import history
 
 EXIT_WRITTEN = 0
 EXIT_WRITTEN_WITH_PROBLEMS = 3
@@ -110,6 +114,7 @@ class Run:
     result: RunResult | None = None
     verdict: VerdictDoc | None = None
     attribution: tuple[str, tuple[str, ...]] | None = None  # attribution.json: sentence, evidence lines
+    limiting_tier: str | None = None  # attribution.json's; None also when it names none
     app_max_rss_bytes: float | None = None
     utilization: Utilization | None = None
     utilization_missing: str | None = None  # why there is no utilization to draw
@@ -305,8 +310,10 @@ def _load_run(path: Path) -> Run:
         try:
             document = _read_json(path / "attribution.json")
             evidence = _field(document, "evidence", (list,), "attribution.json", required=False) or []
+            limiting_tier = _field(document, "limiting_tier", (str,), "attribution.json", required=False)
             run.attribution = (_field(document, "sentence", (str,), "attribution.json"),
                                tuple(str(line) for line in evidence))
+            run.limiting_tier = limiting_tier
         except ReportInputError as exc:
             run.problems.append(f"{exc}; the limiting tier is not shown")
 
@@ -647,15 +654,17 @@ def variant_colors(runs: Sequence[Run]) -> dict[str, str]:
     return {variant: PALETTE[i % len(PALETTE)] for i, variant in enumerate(variants)}
 
 
-def _side_by_side_section(runs: Sequence[Run], colors: dict[str, str]) -> str:
+def _side_by_side_section(runs: Sequence[Run], colors: dict[str, str],
+                          recent: dict[SetKey, list[history.Row]]) -> str:
     sets = side_by_side(runs)
     if not sets:
         return "<p>No judged run yet: nothing to draw.</p>"
     # Where apps meet first: a set of one app answers nothing side by side.
-    return "".join(_set_section(s, colors) for s in sorted(sets, key=lambda s: -len(s.entries)))
+    return "".join(_set_section(s, colors, recent.get(s.key, []))
+                   for s in sorted(sets, key=lambda s: -len(s.entries)))
 
 
-def _set_section(comparable_set: ComparableSet, colors: dict[str, str]) -> str:
+def _set_section(comparable_set: ComparableSet, colors: dict[str, str], recent: Sequence[history.Row]) -> str:
     series = []
     for entry in comparable_set.entries:
         result = entry.run.result
@@ -680,7 +689,23 @@ def _set_section(comparable_set: ComparableSet, colors: dict[str, str]) -> str:
         series=tuple(series), notes=tuple(notes), css_class="chart chart-side-by-side",
     )
     return (f'<section class="side-by-side"><h3>{_esc(comparable_set.key.title)}</h3>{render(chart)}'
-            f"{_set_table(comparable_set)}</section>")
+            f"{_set_table(comparable_set)}{_recent_table(recent)}</section>")
+
+
+def _recent_table(recent: Sequence[history.Row]) -> str:
+    """The set's last judged runs, every variant, newest first: perflab history's rows."""
+    if not recent:
+        return ""
+    rows = "".join(
+        f'<tr><td>{_esc(r.started_at or "?")}</td><td><a href="#run-{_esc(r.run_id)}">{_esc(r.run_id)}</a></td>'
+        f'<td>{_esc(r.variant)}</td><td class="verdict {_esc(r.verdict)}">{_esc(r.verdict)}</td>'
+        f"<td>{_esc(_fmt(r.achieved_rate))}</td><td>{_esc(_fmt(r.p99_ms))}</td></tr>"
+        for r in recent
+    )
+    return (f'<table class="recent"><caption>The last {len(recent)} judged run(s) of this set, newest first '
+            "(<code>make history</code> writes every one)</caption><thead><tr><th>started</th><th>run</th>"
+            "<th>app</th><th>verdict</th><th>achieved req/s</th><th>p99 ms</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
 
 
 def _set_table(comparable_set: ComparableSet) -> str:
@@ -945,7 +970,7 @@ def _comparison_section(results: Results) -> str:
 _STYLE = """
 body { font: 14px/1.4 "DejaVu Sans", Arial, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { margin-bottom: .3em; }
-table { border-collapse: collapse; margin: .5em 0; } th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+table { border-collapse: collapse; margin: .5em 0; } caption { text-align: left; color: #555; font-size: .9em; } th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
 td { vertical-align: top; } .runs td:nth-child(n+5) { text-align: right; }
 .verdict.VALID { background: #d9f2d9; } .verdict.WARN { background: #fff0c2; } .verdict.INVALID { background: #f8d0d0; }
 .verdict.NOT_EVALUATED { color: #777; } .problem { color: #a00000; } .not-recorded { color: #777; font-style: italic; }
@@ -971,6 +996,9 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
                f"{sum(r.comparable for r in results.runs)} judged VALID or WARN), {len(results.sweeps)} sweep(s), "
                f"{len(results.problems)} problem(s).")
     colors = variant_colors(results.runs)
+    from perflab import history  # here, not at the top: perflab.history imports this module
+
+    recent = history.recent(history.rows(results.runs))
     body = [
         f"<h1>perflab report</h1><p>From <code>{_esc(results.directory)}</code>, written "
         f"{generated_at.strftime('%Y-%m-%d %H:%M:%S %Z')}. {_esc(summary)} "
@@ -980,7 +1008,7 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
         "(see its verdict below). An app is named with its variant (threads, dispatch) and, where it is not the "
         "default, its resource profile.</p>",
         f'<h2 id="side-by-side">Apps side by side, per scenario, rate, tool and profile</h2>'
-        f"{_side_by_side_section(results.runs, colors)}",
+        f"{_side_by_side_section(results.runs, colors, recent)}",
         f'<h2 id="compare">Apps compared</h2><p>As report 3, per scenario and profile: start to first request, and '
         f"from sweeps only, max throughput, the max RSS of that sweep's runs and throughput per MiB of it.</p>"
         f"{_comparison_section(results)}",

@@ -130,9 +130,9 @@ def _drawn(html: str) -> list[str]:
 
 
 def _rows(table_html: str) -> list[list[str]]:
-    """A table's body rows as text: each cell's text, its parts joined by "|"."""
+    """The first table's body rows as text: each cell's text, its parts joined by "|"."""
     rows = []
-    for row in re.findall(r"<tr>(.*?)</tr>", table_html.split("<tbody>", 1)[1]):
+    for row in re.findall(r"<tr>(.*?)</tr>", table_html.split("<tbody>", 1)[1].split("</tbody>", 1)[0]):
         cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)
         rows.append(["|".join(p for p in re.split(r"<[^>]+>", cell) if p) for cell in cells])
     return rows
@@ -195,6 +195,27 @@ def test_side_by_side_table_figures_and_ratios_to_the_best(full: Path, full_repo
     rss = header.index("max RSS MiB") - 2
     assert by_variant["spring-mvc (400 threads)"].ratios == (None,) * len(report.SET_COLUMNS)
     assert by_variant["quarkus (IO thread)"].ratios[rss] == pytest.approx(210669568 / 208809984)
+
+
+def test_side_by_side_last_runs_of_the_set_from_history(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
+    """Each set's last judged runs, every variant, newest first, with verdict and p99: perflab history's rows;
+    its runs not judged never listed."""
+    page, _ = _page(full)
+    section = _side_by_side_html(page, SET_TITLE)
+    recent = _rows(section[section.index('<table class="recent">'):])
+    assert [row[:4] for row in recent] == [
+        ["2026-01-04T10:20:00Z", "20260104T102000Z-spring-mvc-greeting", "spring-mvc (400 threads)", "INVALID"],
+        ["2026-01-04T10:10:00Z", "20260104T101000Z-spring-webflux-greeting", "spring-webflux", "VALID"],
+        ["2026-01-04T10:00:00Z", "20260104T100000Z-quarkus-greeting", "quarkus (IO thread)", "VALID"],
+        ["2026-01-02T10:20:00Z", "20260102T102000Z-spring-mvc-greeting", "spring-mvc (200 threads)", "VALID"],
+    ]
+    # Quarkus' p99, as its result.json has it (its 1 s freeze: 965 ms).
+    quarkus = json.loads((full / "20260104T100000Z-quarkus-greeting" / "result.json").read_text())
+    assert recent[2][5] == f"{quarkus['latency_corrected']['percentiles_ms']['99']:.3g}" == "965"
+    assert "The last 4 judged run(s) of this set, newest first" in section
+    # One such table per set.
+    assert page.count('<table class="recent">') == page.count('<section class="side-by-side">') == len(
+        report.side_by_side(report.load(full).runs))
 
 
 def test_a_run_without_verdict_is_never_drawn_nor_replaces_a_judged_one(
