@@ -37,7 +37,8 @@ def test_a_sweep_runs_each_rate_and_names_the_max_sustainable_throughput(lab: st
     assert report.returncode == 0, tail(report.stdout)
     page = (RESULTS / "report.html").read_text(encoding="utf-8")
     # The sweep's curve is labelled with the app, the sweep's start time and its outcome.
-    assert f"quarkus ({sweeps[0][:16]}): max sustainable 200 req/s" in page, "the report does not show the sweep"
+    # The app is named with its variant (Quarkus serves the greeting on its IO thread by default).
+    assert f"quarkus (IO thread) ({sweeps[0][:16]}): max sustainable 200 req/s" in page, "the report does not show the sweep"
 
 
 def test_bad_rates_are_refused_before_any_run(lab: str) -> None:
