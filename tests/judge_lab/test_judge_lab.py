@@ -92,7 +92,9 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     result = read_json(short_run / "result.json")
     if result["achieved_rate"] >= 0.95 * result["target_rate"]:  # a machine loaded by others may fall short
         assert attribution["limiting_tier"] is None, attribution["sentence"]
-        assert attribution["sentence"].startswith("no tier was saturated: the system kept up"), attribution["sentence"]
+        # Kept up; a tier whose shared CPUs read busy (with nothing queueing) is noted, not blamed.
+        assert attribution["sentence"].startswith(("no tier was saturated: the system kept up",
+                                                   "not attributed: the system kept up")), attribution["sentence"]
     thirds = observations["write_share_by_third"]
     assert thirds is not None and all(0.45 <= share <= 0.55 for share in thirds), thirds  # write_ratio 0.5
     observed, expected = observations["statements_per_request"], observations["expected_statements_per_request"]
@@ -112,10 +114,19 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     assert app["allotted_cores"] >= 1 and max(v for _, v in app["busy_cores"]) > 0.05
 
 
-def test_a_run_with_a_cpu_hog_on_the_db_host_is_attributed_to_the_db(hogged_run: Path) -> None:
+def test_a_run_with_a_cpu_hog_on_the_db_host_names_the_db_and_never_calls_it_unsaturated(hogged_run: Path) -> None:
+    """The DB named from the queue in front of it; or, where no queue formed, "cannot tell" with the
+    DB's busy CPUs in the evidence: on this 2-core default the hog's core is also the load
+    generator's, and one CI run kept up (wrk2 fell behind, then caught up: 117% of the rate) with no
+    request waiting for a DB connection. Never "no tier was saturated"."""
     attribution = read_json(hogged_run / "attribution.json")
     sentence = attribution["sentence"]
-    assert attribution["limiting_tier"] == "db", sentence
-    assert "waiting for a DB connection" in sentence, sentence
     db = next(t for t in attribution["tiers"] if t["tier"] == "db")
-    assert db["saturated"], db  # the DB host's CPU (hog included) or its CPUs, not only the app's waits
+    assert db["saturated"], db  # the DB host's CPU (hog included) or its CPUs
+    assert "no tier was saturated" not in sentence, sentence
+    if attribution["limiting_tier"] is None:
+        assert sentence.startswith("not attributed: "), sentence
+        assert "db (its CPUs 100% busy" in sentence or "DB's (" in sentence, sentence
+    else:
+        assert attribution["limiting_tier"] == "db", sentence
+        assert "waiting for a DB connection" in sentence, sentence

@@ -39,16 +39,18 @@ def test_a_run_that_kept_up_names_no_tier() -> None:
     found = attribute(run(), CALM)
     assert found.limiting_tier is None
     assert found.sentence.startswith("no tier was saturated: the system kept up with the offered rate, 200 of 200")
-    assert "busy but not queueing" not in found.sentence
+    assert "busy without a queue" not in found.sentence
     assert [line.split(":")[0] for line in found.evidence] == ["loadgen", "app", "db"]
     assert "DB pool waits 0.00 avg / 0 max" in found.evidence[1]
 
 
-def test_busy_without_a_queue_is_noted_but_not_blamed() -> None:
+def test_busy_without_a_queue_is_noted_but_not_blamed_nor_called_unsaturated() -> None:
     shared_core_busy = dataclasses.replace(CALM, cpus_busy={"loadgen": 0.97, "db": 0.97, "app": 0.35})
     found = attribute(run(), shared_core_busy)
     assert found.limiting_tier is None
-    assert "busy but not queueing: loadgen (its CPUs 97% busy" in found.sentence
+    assert found.sentence.startswith("not attributed: the system kept up with the offered rate, 200 of 200 req/s "
+                                     "(100%), but busy without a queue in front of them: loadgen (its CPUs 97% busy")
+    assert "db (its CPUs 97% busy" in found.sentence and "no tier was saturated" not in found.sentence
 
 
 def test_db_saturated_with_app_pool_waits_is_the_db() -> None:
