@@ -36,6 +36,10 @@ test: lint test-unit test-report test-apps test-lab ## Everything CI runs: lint,
 dashboards: $(VENV_STAMP) ## Generate the Grafana dashboards dashboards/*.json from perflab/dashboards (commit the output; a unit test fails on drift)
 	$(BIN)/python -m perflab.dashboards dashboards
 
+.PHONY: roledocs
+roledocs: $(VENV_STAMP) ## Generate the variables section of every roles/*/README.md from the role's meta/argument_specs.yml and defaults (commit the output; a unit test fails on drift)
+	$(BIN)/python -m perflab.roledoc roles
+
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
 	@scripts/apt-need.sh "the unit tests (the wrk2 Lua scripts run under luajit)" luajit

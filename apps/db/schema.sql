@@ -1,4 +1,4 @@
--- perflab schema: the tables of the four workloads (shared/MISSION_NOTES.md).
+-- perflab schema: the tables of the four workloads (their endpoints: apps/contract/README.md).
 -- Used as-is by the lab's mysql role and by the apps' contract harness.
 -- Idempotent: safe to apply to an existing database.
 

@@ -11,7 +11,8 @@ from bench_helpers import ROOT, changed_counts, run_dirs, run_make, tail
 # A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
 # an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
 NOT_BUILT = "-e loadgen_wrk2_version=" + "0" * 40 + " -e loadgen_wrk2_git_repo=http://127.0.0.1:9/wrk2.git"
-# The pinned wrk2 source: CI's mirror ($PERFLAB_WRK2_ARCHIVE, .ci/run), else the one beside a checkout.
+# The pinned wrk2 source: CI's mirror ($PERFLAB_WRK2_ARCHIVE, set by .ci/run), else that test mirror where
+# CI keeps it beside the checkout; without either the sha256 test below is skipped.
 MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
     ROOT.parent / "shared/mirrors/wrk2-44a94c17d8e6a0bac8559b53da76848e430cb7a7.tar.gz")
 

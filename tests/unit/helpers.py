@@ -6,7 +6,9 @@ UNIT_DIR = Path(__file__).resolve().parent
 FIXTURES = UNIT_DIR / "fixtures"
 WRK2_FIXTURES = FIXTURES / "wrk2"
 VEGETA_FIXTURES = FIXTURES / "vegeta"
-# Where the copies in fixtures/wrk2 come from (see its README), when this checkout has it.
+# The test data's originals, in a directory beside the checkout that only the project's own test
+# machines have (../shared/fixtures/wrk2): test_wrk2 checks the copies in fixtures/wrk2 against
+# them there and skips elsewhere. fixtures/wrk2/README.md says how the copies were recorded.
 SHARED_WRK2_FIXTURES = UNIT_DIR.parents[2] / "shared" / "fixtures" / "wrk2"
 
 # The rate each fixture was asked for (fixtures/wrk2/README.md): wrk2 does not print it.
