@@ -40,6 +40,8 @@ CONTRACT_STATEMENTS: dict[tuple[str, str, str], tuple[float, float, float, float
     ("POST", "/orders", "2xx"): (2, 1, 0, 0),
     ("GET", "/hello/{latency}", "2xx"): (0, 0, 0, 0),
     ("GET", "/greeting/{name}", "2xx"): (0, 0, 0, 0),
+    ("GET", "/plaintext", "2xx"): (0, 0, 0, 0),
+    ("GET", "/json", "2xx"): (0, 0, 0, 0),
 }
 STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 

@@ -207,7 +207,7 @@ def harness_db(work_dir: Path):
 
 def warm_up(target: Target, concurrency: int) -> None:
     """Fill the app's DB pool and exercise every route once, so counts see no connection opening."""
-    paths = ["/zipcodes/10000", "/zipcodes?city=City-0000", "/books", "/greeting/warm", "/hello/0"]
+    paths = ["/zipcodes/10000", "/zipcodes?city=City-0000", "/books", "/greeting/warm", "/hello/0", "/plaintext", "/json"]
     for _ in range(3):
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
             for response in pool.map(lambda p: requests.get(target.url(p), timeout=REQUEST_TIMEOUT_S),

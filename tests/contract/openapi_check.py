@@ -1,9 +1,10 @@
 """apps/contract/openapi.yaml as a checker: every answer the suite receives must be documented.
 
 `OpenApi.check(response, method, route)` asserts that the status is one the operation documents,
-that the media type is the documented one, and validates a JSON body against the documented
-schema. OpenAPI 3.0 schema objects used here are plain JSON Schema (no `nullable`), so
-jsonschema validates them once local `$ref`s are inlined.
+that the documented headers it requires are there (each checked against its schema), that the
+media type is the documented one, and validates a JSON body against the documented schema.
+OpenAPI 3.0 schema objects used here are plain JSON Schema (no `nullable`), so jsonschema
+validates them once local `$ref`s are inlined.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class OpenApi:
             f"{method.upper()} {route}: status {status} is not documented "
             f"(documented: {sorted(responses)}); body: {response.text[:300]!r}"
         )
+        self._check_headers(response, method, route, responses[status].get("headers", {}))
         content = responses[status].get("content", {})
         if not content:
             return response.content
@@ -84,6 +86,25 @@ class OpenApi:
                 f"at {list(error.absolute_path)}; body: {response.text[:300]!r}"
             ) from None
         return body
+
+    @staticmethod
+    def _check_headers(response: requests.Response, method: str, route: str, headers: dict) -> None:
+        """Every documented header that is required is present, and every one present matches its schema."""
+        for name, header in headers.items():
+            value = response.headers.get(name)
+            if value is None:
+                assert not header.get("required"), (
+                    f"{method.upper()} {route} {response.status_code}: no {name} header, which openapi.yaml "
+                    f"requires; headers: {dict(response.headers)}"
+                )
+                continue
+            try:
+                jsonschema.Draft7Validator(header.get("schema", {})).validate(value)
+            except jsonschema.ValidationError as error:
+                raise AssertionError(
+                    f"{method.upper()} {route} {response.status_code}: header {name}: {value!r} breaks "
+                    f"openapi.yaml: {error.message}"
+                ) from None
 
     def error(self, response: requests.Response) -> dict:
         """Assert a 4xx with the contract's JSON error body whose status is the HTTP status."""

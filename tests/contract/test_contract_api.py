@@ -6,11 +6,22 @@ suite and the contract cannot drift apart.
 
 from __future__ import annotations
 
+import re
 import time
+from email.utils import parsedate_to_datetime
 
 import seed_facts
 
 JSON = {"Accept": "application/json"}
+TECHEMPOWER_ROW = "`GET /plaintext`, `GET /json`"
+HELLO_WORLD = "Hello, World!"
+# TechEmpower's Content-Type rules (its verifier's patterns), case-insensitive.
+TECHEMPOWER_TYPES = {"/plaintext": r"text/plain(; ?charset=utf-8)?", "/json": r"application/json(; ?charset=utf-8)?"}
+# The Accept headers TechEmpower's verifier sends: the apps must answer them with the same bodies.
+TECHEMPOWER_ACCEPT = {
+    "/plaintext": "text/plain,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7",
+    "/json": "application/json,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7",
+}
 
 
 def test_get_zipcode_found(target, api, statement_table):
@@ -177,3 +188,60 @@ def test_post_order_unknown_user(target, api, statement_table):
     assert response.status_code == 404, response.text
     api.check(response, "post", "/orders")
     api.error(response)
+
+
+def check_techempower(target, api, response, path):
+    """What TechEmpower requires of every /plaintext and /json answer beyond openapi.yaml (which
+    checks the status, the media type, the body and the Server and Date headers' presence and form)."""
+    content_type = response.headers.get("Content-Type", "")
+    assert re.fullmatch(TECHEMPOWER_TYPES[path], content_type, re.IGNORECASE), f"{path}: Content-Type {content_type!r}"
+    assert "Content-Length" in response.headers or "Transfer-Encoding" in response.headers, dict(response.headers)
+    # requests asks for gzip and deflate; TechEmpower forbids compressing these answers.
+    assert "Content-Encoding" not in response.headers, dict(response.headers)
+    if target.application is not None:
+        assert response.headers["Server"] == target.application, f"Server: {response.headers['Server']!r}"
+    return api.check(response, "get", path)
+
+
+def test_plaintext(target, api, statement_table):
+    response = target.expect_statements(lambda: target.request("GET", "/plaintext"), statement_table[TECHEMPOWER_ROW])
+    assert response.status_code == 200, response.text
+    assert check_techempower(target, api, response, "/plaintext") == HELLO_WORLD
+    assert response.content == HELLO_WORLD.encode()
+
+
+def test_json(target, api, statement_table):
+    response = target.expect_statements(lambda: target.request("GET", "/json"), statement_table[TECHEMPOWER_ROW])
+    assert response.status_code == 200, response.text
+    assert check_techempower(target, api, response, "/json") == {"message": HELLO_WORLD}
+    assert response.content == b'{"message":"Hello, World!"}', response.content
+
+
+def test_techempower_endpoints_answer_the_verifiers_accept_headers(target, api):
+    for path, expected in (("/plaintext", HELLO_WORLD), ("/json", {"message": HELLO_WORLD})):
+        response = target.request("GET", path, headers={"Accept": TECHEMPOWER_ACCEPT[path]})
+        assert response.status_code == 200, f"{path}: {response.status_code} {response.text[:200]!r}"
+        assert check_techempower(target, api, response, path) == expected
+
+
+def test_date_is_the_time_of_the_answer(target):
+    """Date is the current second's, not one formatted once and kept: it moves with the clock."""
+    for path in ("/plaintext", "/json"):
+        first = target.request("GET", path)
+        time.sleep(1.2)
+        second = target.request("GET", path)
+        dates = [parsedate_to_datetime(r.headers["Date"]).timestamp() for r in (first, second)]
+        assert 1 <= dates[1] - dates[0] <= 10, f"{path}: Date went from {first.headers['Date']!r} to {second.headers['Date']!r}"
+        if target.process is not None:  # the app runs here, on this clock
+            assert abs(dates[1] - time.time()) <= 5, f"{path}: Date {second.headers['Date']!r}, the clock reads {time.time()}"
+
+
+def test_server_and_date_on_the_apps_other_answers(target):
+    """The apps send Server and Date on every answer of theirs, errors included, not only TechEmpower's two."""
+    for method, path in (("GET", "/greeting/perflab"), ("GET", "/greeting/%20"), ("GET", "/zipcodes/10000"),
+                         ("GET", "/zipcodes/99999"), ("POST", "/plaintext"), ("GET", "/no-such-route"),
+                         ("GET", "/health/ready"), ("GET", "/metrics")):
+        response = target.request(method, path)
+        missing = [name for name in ("Server", "Date") if not response.headers.get(name)]
+        assert not missing, f"{method} {path} {response.status_code}: no {missing}; headers {dict(response.headers)}"
+        parsedate_to_datetime(response.headers["Date"])

@@ -43,6 +43,8 @@ def test_openapi_schemas_are_valid_json_schema():
             for status, answer in api.operation(method, path)["responses"].items():
                 for media in answer.get("content", {}).values():
                     jsonschema.Draft7Validator.check_schema(media.get("schema", {}))
+                for header in answer.get("headers", {}).values():
+                    jsonschema.Draft7Validator.check_schema(header.get("schema", {}))
 
 
 def test_every_error_answer_documents_the_error_schema():
@@ -57,5 +59,5 @@ def test_every_error_answer_documents_the_error_schema():
 
 def test_readme_statement_table_is_complete():
     table = contract_statement_table()
-    assert len(table) == 10, sorted(table)
+    assert len(table) == 11, sorted(table)
     assert all(set(counts) == {"select", "insert", "update", "delete"} for counts in table.values())

@@ -41,7 +41,7 @@ def test_live(target, api):
 
 
 def test_metrics(target, api):
-    for path in ("/greeting/metricsprobe", "/zipcodes/10001", "/zipcodes/99999", "/greeting/%20"):
+    for path in ("/greeting/metricsprobe", "/zipcodes/10001", "/zipcodes/99999", "/greeting/%20", "/plaintext", "/json"):
         target.request("GET", path)
     response = target.request("GET", "/metrics", headers={"Accept": "text/plain"})
     assert response.status_code == 200, response.text[:300]
@@ -60,7 +60,8 @@ def test_metrics(target, api):
         for name, labels, value in samples if name == "http_server_requests_seconds_count"
     }
     for route, status in (("/greeting/{name}", "200"), ("/zipcodes/{zip}", "200"),
-                          ("/zipcodes/{zip}", "404"), ("/greeting/{name}", "400")):
+                          ("/zipcodes/{zip}", "404"), ("/greeting/{name}", "400"), ("/plaintext", "200"),
+                          ("/json", "200")):
         assert requests_by_route.get((route, status), 0) >= 1, (
             f"no http_server_requests_seconds_count{{uri=\"{route}\",status=\"{status}\"}}; "
             f"uris: {sorted({str(k[0]) for k in requests_by_route})}"
@@ -105,7 +106,7 @@ def test_db_sessions_use_tls(target):
 def test_keep_alive_requests_answer_promptly(target):
     """Load generators reuse connections: 250 requests in a row on one keep-alive connection each
     get their answer within 10 s (they take milliseconds; a stall here is a stuck connection)."""
-    paths = ("/greeting/keepalive", "/zipcodes/10002", "/hello/0", "/health/live", "/metrics")
+    paths = ("/greeting/keepalive", "/zipcodes/10002", "/hello/0", "/health/live", "/metrics", "/plaintext", "/json")
     stalls = []
     with requests.Session() as http:
         for number in range(250):

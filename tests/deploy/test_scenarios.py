@@ -49,8 +49,8 @@ def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: str)
     return proc, (json.loads(out.read_text()) if out.exists() else {})
 
 
-def test_the_four_workloads_exist() -> None:
-    assert SCENARIOS == ["books-orders", "greeting", "hello-latency", "zipcodes"]
+def test_the_five_workloads_exist() -> None:
+    assert SCENARIOS == ["books-orders", "greeting", "hello-latency", "plaintext-json", "zipcodes"]
     for name in SCENARIOS:
         data = yaml.safe_load((REPO / "scenarios" / f"{name}.yml").read_text())
         assert data["name"] == name
@@ -99,7 +99,8 @@ def test_slo_override_is_the_slo_as_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "rate", "connections"), [
     ("greeting", "", 64), ("greeting", "50", 8), ("greeting", "5", 6), ("zipcodes", "25", 8),
-    ("hello-latency", "", 300), ("hello-latency", "50", 16), ("books-orders", "50", 26), ("zipcodes", "", 32)])
+    ("hello-latency", "", 300), ("hello-latency", "50", 16), ("books-orders", "50", 26), ("zipcodes", "", 32),
+    ("plaintext-json", "", 64), ("plaintext-json", "50", 8)])
 def test_connections_follow_the_rate_up_to_the_scenarios(tmp_path: Path, name: str, rate: str, connections: int) -> None:
     """Enough for twice rate x the SLO in flight and one per 10 req/s, at least 4 per thread while each
     still gets a request a second, at most the scenario's: wrk2's count over a window moves in steps
@@ -142,6 +143,26 @@ def test_vegeta_exports_its_metrics_where_the_urls_are_few(tmp_path: Path) -> No
     assert "-prometheus-addr=0.0.0.0:8880" in run["phases"]["measure"]["argv"] and run["exporter"]
 
 
+@pytest.mark.parametrize("tool", ["wrk2", "vegeta"])
+def test_plaintext_json_runs_techempowers_two_requests_with_either_tool(tmp_path: Path, tool: str) -> None:
+    proc, run = load_scenario(tmp_path, loadgen_scenario="plaintext-json", loadgen_tool=tool)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    scenario = run["scenario"]
+    assert scenario["endpoints"] == ["GET /plaintext", "GET /json"] and scenario["rate"] == 2000
+    assert scenario["slo_p99_ms"] == 25.0 and scenario["connections"] == 64 and run["warmup_s"] == 30
+    measure = run["phases"]["measure"]
+    if tool == "wrk2":
+        assert measure["argv"][measure["argv"].index("-s") + 1].endswith("/wrk2/plaintext-json.lua")
+        assert measure["environment"]["WRK_THREADS"] == "2"
+    else:
+        # Two URLs only: vegeta's exporter stays on. The sequence interleaves wrk2's two threads.
+        assert run["exporter"] and "-prometheus-addr=0.0.0.0:8880" in measure["argv"]
+        targets = measure["targets_argv"]
+        assert targets[targets.index("--script") + 1] == "plaintext-json"
+        assert targets[targets.index("--threads") + 1] == "2"
+        assert targets[targets.index("--count") + 1] == str(2000 * 61)
+
+
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_every_scenario_loads_for_wrk2(tmp_path: Path, name: str) -> None:
     proc, run = load_scenario(tmp_path, loadgen_scenario=name, loadgen_tool="wrk2")
@@ -153,7 +174,7 @@ def test_every_scenario_loads_for_wrk2(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"loadgen_scenario": "nope"}, "unknown SCENARIO 'nope': use one of books-orders, greeting, hello-latency, zipcodes"),
+        ({"loadgen_scenario": "nope"}, "unknown SCENARIO 'nope': use one of books-orders, greeting, hello-latency, plaintext-json, zipcodes"),
         ({"loadgen_scenario": "greeting", "loadgen_rate": "0"}, "RATE must be a whole number > 0"),
         ({"loadgen_scenario": "greeting", "loadgen_rate": "-5"}, "RATE must be a whole number > 0"),
         ({"loadgen_scenario": "greeting", "loadgen_duration": "soon"}, "DURATION and warmup a number with s, m or h"),

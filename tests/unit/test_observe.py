@@ -10,7 +10,7 @@ from perflab import audit, observe
 from perflab.audit import THRESHOLDS, Observations, Saturation, Status, TierCpu
 from perflab.prometheus import Prometheus, Sample
 
-from .test_audit import STEADY
+from .test_audit import STEADY, rule_result
 
 
 def test_expected_statements_follow_the_mix_served() -> None:
@@ -21,6 +21,21 @@ def test_expected_statements_follow_the_mix_served() -> None:
     books = {("GET", "/books", "200"): 1.0, ("POST", "/books", "201"): 1.0, ("POST", "/orders", "201"): 1.0}
     expected, _ = observe.expected_statements(books)
     assert expected is not None and (expected.select, expected.insert) == (1.0, 2 / 3)
+
+
+def test_techempowers_plaintext_and_json_cost_no_statement() -> None:
+    """Scenario plaintext-json: the contract's 0 statements per request, and an app that issues one
+    (a session check, a stray query) is not doing the same work."""
+    expected, why = observe.expected_statements({("GET", "/plaintext", "200"): 500.0, ("GET", "/json", "200"): 500.0})
+    assert why == ""
+    assert expected == audit.StatementsPerRequest(select=0.0, insert=0.0, update=0.0, delete=0.0)
+    quiet = rule_result(audit.same_db_work, statements_per_request=audit.StatementsPerRequest(0.01, 0.0, 0.0, 0.0),
+                        expected_statements_per_request=expected)
+    assert quiet.status is Status.VALID and quiet.evidence.endswith("statements per request as the contract says")
+    stray = rule_result(audit.same_db_work, statements_per_request=audit.StatementsPerRequest(0.5, 0.0, 0.0, 0.0),
+                        expected_statements_per_request=expected)
+    assert (stray.status, stray.evidence) == (
+        Status.INVALID, "not the same work: 0.50 select statements per request where the contract says 0.00")
 
 
 def test_an_existing_zip_and_a_400_cost_what_the_contract_says() -> None:

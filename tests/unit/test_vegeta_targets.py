@@ -123,6 +123,12 @@ def lua_books_orders(threads: int, rounds: int, weights: tuple[float, float, flo
     return expected
 
 
+def lua_plaintext_json(threads: int, rounds: int, first_id: int = 0) -> list[Request]:
+    """plaintext-json.lua: thread id's n-th request is /plaintext when n + id is even, else /json."""
+    return [("GET", "/plaintext" if (n + thread_id) % 2 == 0 else "/json", "", "")
+            for n in range(rounds) for thread_id in range(first_id, first_id + threads)]
+
+
 def test_zipcodes_first_requests_are_the_lua_threads_interleaved() -> None:
     requests, counts = generate("--script", "zipcodes", "--count", "30", "--threads", "3", "--key-phase", "1",
                                 env={"WRITE_RATIO": "0.5"})
@@ -149,6 +155,28 @@ def test_fixed_scripts_send_their_one_request() -> None:
     assert hello == [("GET", "/hello/250", "", "")] * 2 and counts == {"hello": 2}
     defaults, _ = generate("--script", "greeting", "--count", "1")
     assert defaults == [("GET", "/greeting/perflab", "", "")]
+
+
+def test_plaintext_json_alternates_and_the_threads_are_out_of_step() -> None:
+    requests, counts = generate("--script", "plaintext-json", "--count", "12", "--threads", "3")
+    assert requests == lua_plaintext_json(threads=3, rounds=4)
+    # Stated by hand: round 0 is threads 0, 1, 2 (plaintext, json, plaintext), round 1 the opposite.
+    assert [path for _, path, _, _ in requests[:6]] == ["/plaintext", "/json", "/plaintext", "/json", "/plaintext", "/json"]
+    assert counts == {"plaintext": 6, "json": 6}
+    host_1_of_2, _ = generate("--script", "plaintext-json", "--count", "8", "--threads", "2", "--host-index", "1",
+                              "--hosts", "2")
+    assert host_1_of_2 == lua_plaintext_json(threads=2, rounds=4, first_id=2)
+    one_thread, counts = generate("--script", "plaintext-json", "--count", "5", env={"WRK_THREADS": "1"})
+    assert [path for _, path, _, _ in one_thread] == ["/plaintext", "/json", "/plaintext", "/json", "/plaintext"]
+    assert counts == {"plaintext": 3, "json": 2}
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_plaintext_json_mix_of_every_stretch_is_half_and_half(threads: int) -> None:
+    lines = target_lines("--script", "plaintext-json", "--count", "6000", "--threads", str(threads))
+    for start in range(0, 6000, 600):
+        part = lines[start:start + 600]
+        assert sum(line.endswith('/plaintext"}') for line in part) == sum(line.endswith('/json"}') for line in part) == 300
 
 
 def test_knobs_come_from_the_environment_then_env_options_then_options() -> None:
@@ -225,14 +253,17 @@ def test_every_request_is_one_the_contract_accepts() -> None:
     hello = openapi.operation("GET", "/hello/{latency}")["parameters"][0]["schema"]
     requests = (generate("--script", "zipcodes", "--count", "4000", "--threads", "4", "--key-phase", "9")[0]
                 + generate("--script", "books-orders", "--count", "4000", "--threads", "2")[0]
-                + generate("--script", "hello-latency", "--count", "1", env={"LATENCY_MS": str(hello["maximum"])})[0])
+                + generate("--script", "hello-latency", "--count", "1", env={"LATENCY_MS": str(hello["maximum"])})[0]
+                + generate("--script", "plaintext-json", "--count", "4", "--threads", "2")[0])
+    techempower = {path for path, item in openapi.spec["paths"].items() if "techempower" in item.get("get", {}).get("tags", [])}
+    assert techempower == {"/plaintext", "/json"}
     for method, path, content_type, body in requests:
         if method == "POST":
             assert content_type == "application/json"
             validators[path].validate(json.loads(body))
         else:
             assert (content_type, body) == ("", "")
-            assert path == "/books" or zip_path.fullmatch(path) or path == f"/hello/{hello['maximum']}", path
+            assert path in {"/books", f"/hello/{hello['maximum']}"} | techempower or zip_path.fullmatch(path), path
 
 
 @pytest.mark.parametrize(
@@ -244,6 +275,7 @@ def test_every_request_is_one_the_contract_accepts() -> None:
         (["--script", "zipcodes", "--base-url", BASE_URL, "--count", "x"], {}, "--count: invalid int value"),
         (["--script", "zipcodes", "--base-url", BASE_URL, "--count", "1"], {}, "zipcodes needs --threads"),
         (["--script", "zipcodes", "--base-url", BASE_URL, "--count", "1", "--threads", "0"], {}, "--threads must be >= 1"),
+        (["--script", "plaintext-json", "--base-url", BASE_URL, "--count", "1"], {}, "plaintext-json needs --threads"),
         (["--script", "zipcodes", "--base-url", BASE_URL, "--count", "1"], {"WRK_THREADS": "two"}, "WRK_THREADS must be"),
         (["--script", "greeting", "--base-url", "ftp://h", "--count", "1"], {}, "--base-url must be http(s)"),
         (["--script", "greeting", "--base-url", BASE_URL + "/app", "--count", "1"], {}, "with no path"),
@@ -284,7 +316,8 @@ def test_bad_input_is_refused_in_one_line_with_status_2(args: list[str], env: di
 def test_help_explains_the_usage() -> None:
     done = run("--help")
     assert done.returncode == 0
-    assert done.stdout.startswith("usage: perflab_targets.py --script {zipcodes,books-orders,greeting,hello-latency} "
+    assert done.stdout.startswith("usage: perflab_targets.py --script {zipcodes,books-orders,greeting,hello-latency,"
+                                  "plaintext-json} "
                                   "--base-url URL --count N")
     assert "--host-index K --hosts H" in done.stdout
 
@@ -313,16 +346,21 @@ def test_output_file_holds_what_stdout_would(tmp_path: Path) -> None:
 
 
 # The real wrk2 scripts: wrk.format stubbed, one luajit process per wrk2 thread (each wrk2 thread
-# has its own Lua state); `id` set as perflab.setup's thread:set("id", ...) sets it, a global.
+# has its own Lua state); `id` set as perflab.setup's thread:set("id", ...) sets it, a global. As in
+# wrk2 (wrk.lua, script.c), the Host header is set after the script is loaded, then init() runs,
+# then request(): a request formatted before that would go out without the app's host and port.
 LUA_HARNESS = r"""
 local script, thread_id, rounds = arg[1], tonumber(arg[2]), tonumber(arg[3])
 wrk = { method = "GET", path = "/", headers = {} }
 function wrk.format(method, path, headers, body)
+   assert(wrk.headers["Host"], "wrk.format before wrk.init: the request would have no Host header")
    local content_type = headers and headers["Content-Type"] or ""
    return table.concat({ method or wrk.method, path or wrk.path, content_type, body or wrk.body or "" }, "\t")
 end
 dofile(script)
 id = thread_id
+wrk.headers["Host"] = "app.example:8080"
+if init then init({}) end
 for _ = 1, rounds do
    io.write(request and request() or wrk.format(), "\n")
 end
@@ -346,6 +384,8 @@ io.write("#", table.concat(counts, " "), "\n")
         ("books-orders", 4, 0, 1, {"GET_BOOKS_WEIGHT": "3", "POST_BOOKS_WEIGHT": "0.5", "POST_ORDERS_WEIGHT": "1.25"}),
         ("greeting", 2, 0, 1, {"GREETING_NAME": "alice"}),
         ("hello-latency", 2, 0, 1, {"LATENCY_MS": "250"}),
+        ("plaintext-json", 2, 0, 1, {}),
+        ("plaintext-json", 3, 1, 2, {}),
     ],
 )
 def test_the_sequence_is_the_real_lua_scripts(tmp_path: Path, script: str, threads: int, host: int, hosts: int,

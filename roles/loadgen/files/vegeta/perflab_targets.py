@@ -61,6 +61,9 @@ KEY_PHASE_MAX = 9
 BOOK_BODY = '{"title":"Load %d-%d","author":"Author %02d"}'
 ORDER_BODY = '{"bookId":%d,"userId":%d}'
 
+# plaintext-json.lua: thread id's n-th request is /plaintext when n + id is even, else /json.
+TECHEMPOWER_PATHS = ("/plaintext", "/json")
+
 # hello-latency.lua / greeting.lua: the contract's bounds of the path parameter.
 LATENCY_MS_MAX = 10_000
 GREETING_NAME_MAX = 64
@@ -75,14 +78,15 @@ KNOBS = (
     "WRITE_RATIO", "LATENCY_MS", "GREETING_NAME", "GET_BOOKS_WEIGHT", "POST_BOOKS_WEIGHT",
     "POST_ORDERS_WEIGHT", "KEY_PHASE", "WRK_THREADS",
 )
-SCRIPTS = ("zipcodes", "books-orders", "greeting", "hello-latency")
-# The scripts whose sequence depends on the thread count (the other two send one fixed request).
-THREADED = ("zipcodes", "books-orders")
+SCRIPTS = ("zipcodes", "books-orders", "greeting", "hello-latency", "plaintext-json")
+# The scripts whose sequence depends on the thread count (greeting and hello-latency send one fixed request).
+THREADED = ("zipcodes", "books-orders", "plaintext-json")
 OPERATIONS = {
     "zipcodes": ("read", "write"),
     "books-orders": ("get_books", "post_books", "post_orders"),
     "greeting": ("greeting",),
     "hello-latency": ("hello",),
+    "plaintext-json": ("plaintext", "json"),
 }
 JSON_HEADER = ',"header":{"Content-Type":["application/json"]}}\n'
 LINES_PER_WRITE = 4096  # one write() per batch: the per-line cost stays in string building
@@ -182,6 +186,16 @@ def books_orders(plan: Plan, url: str, counts: Dict[str, int]) -> Iterator[str]:
                 yield post_orders + base64_text(body) + '"' + JSON_HEADER
 
 
+def plaintext_json(plan: Plan, url: str, counts: Dict[str, int]) -> Iterator[str]:
+    lines = tuple('{"method":"GET","url":"%s%s"}\n' % (url, path) for path in TECHEMPOWER_PATHS)
+    operations = OPERATIONS["plaintext-json"]
+    for n in naturals():
+        for thread_id in range(plan.first_thread_id, plan.first_thread_id + plan.threads):
+            turn = (n + thread_id) % 2
+            counts[operations[turn]] += 1
+            yield lines[turn]
+
+
 def fixed(line: str, operation: str, counts: Dict[str, int]) -> Iterator[str]:
     """greeting.lua and hello-latency.lua: one request, built once."""
     while True:
@@ -196,6 +210,8 @@ def targets(plan: Plan, counts: Dict[str, int]) -> Iterator[str]:
         lines = zipcodes(plan, url, counts)
     elif plan.script == "books-orders":
         lines = books_orders(plan, url, counts)
+    elif plan.script == "plaintext-json":
+        lines = plaintext_json(plan, url, counts)
     elif plan.script == "greeting":
         line = '{"method":"GET","url":"%s/greeting/%s"}\n' % (url, plan.greeting_name)
         lines = fixed(line, "greeting", counts)
@@ -311,7 +327,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--count", required=True, type=int, metavar="N", help="targets to write (>= rate x seconds)")
     parser.add_argument("--threads", type=int, metavar="T",
                         help="wrk2's -t, whose sequence this is (default: WRK_THREADS; "
-                             "zipcodes and books-orders need one of them)")
+                             "zipcodes, books-orders and plaintext-json need one of them)")
     parser.add_argument("--key-phase", type=int, metavar="P",
                         help=f"0..{KEY_PHASE_MAX}: keeps the fresh keys of warm-up and measured phase apart "
                              "(default: KEY_PHASE, else 0)")

@@ -2,6 +2,7 @@ package dev.perflab.mvc;
 
 import dev.perflab.mvc.Model.Book;
 import dev.perflab.mvc.Model.BookOrder;
+import dev.perflab.mvc.Model.Message;
 import dev.perflab.mvc.Model.NewBook;
 import dev.perflab.mvc.Model.NewOrder;
 import dev.perflab.mvc.Model.Zipcode;
@@ -14,6 +15,7 @@ import jakarta.validation.constraints.Size;
 import java.util.List;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
@@ -27,6 +29,8 @@ import org.springframework.web.server.ResponseStatusException;
 /** The endpoints of apps/contract/README.md. Constraints on parameters run Spring's method validation. */
 @RestController
 class ApiController {
+
+    private static final String HELLO = "Hello, World!";
 
     private final Store store;
 
@@ -68,6 +72,18 @@ class ApiController {
     @GetMapping("/greeting/{name}")
     String greeting(@PathVariable @NotBlank @Size(max = 64) String name) {
         return "hello " + name;
+    }
+
+    /** TechEmpower's plaintext test (scenario plaintext-json): a constant text, no DB. */
+    @GetMapping(path = "/plaintext", produces = MediaType.TEXT_PLAIN_VALUE)
+    String plaintext() {
+        return HELLO;
+    }
+
+    /** TechEmpower's JSON test: a new object per request, serialized by Jackson. */
+    @GetMapping(path = "/json", produces = MediaType.APPLICATION_JSON_VALUE)
+    Message json() {
+        return new Message(HELLO);
     }
 
     @GetMapping("/books")

@@ -36,6 +36,10 @@ final class Model {
     record ApiError(int status, List<String> errors) {
     }
 
+    /** TechEmpower's JSON test: a new one per request, serialized by Jackson (never a pre-serialized body). */
+    record Message(String message) {
+    }
+
     private Model() {
     }
 }
