@@ -19,6 +19,9 @@ Commands:
   perflab audit RESULT.json [--observations OBS.json] [--json]
       the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS)
   perflab thresholds                                 every audit threshold with its reason
+  perflab collect RUN_DIR [--prometheus URL]
+      a bench run's files from its bench-inputs.json, the tool's raw output and Prometheus: context,
+      observations, utilization, result, audit, attribution, status complete (perflab/collect.py)
   perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
   perflab history [--results DIR] [--output FILE.csv]
       one CSV row per judged run, oldest first (perflab/history.py); the runs not judged counted on stderr
@@ -45,8 +48,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, history, report, sweep, vegeta, watch, wrk2
-from perflab.model import SCHEMA_VERSION, LatencyDistribution, ParseError, RunContext, RunResult, SchemaError
+from perflab import audit, collect, history, report, sweep, watch
+from perflab.collect import InputError
+from perflab.model import RunResult, SchemaError
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -60,10 +64,6 @@ _EXIT_BY_STATUS = {audit.Status.VALID: EXIT_OK, audit.Status.WARN: EXIT_WARN, au
 # k6 is AGPL-licensed and was retired for that; a caller still asking for it learns what replaces it.
 K6_RETIRED = ("perflab: k6 is no longer supported (AGPL, retired): "
               "use wrk2 (perflab parse-wrk2) or vegeta (perflab parse-vegeta)")
-
-
-class InputError(Exception):
-    """Input the command cannot use; the message is printed as one line."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.set_defaults(command=_thresholds)
     report.register(commands)
     history.register(commands)
+    collect.register(commands)
     sweep.register(commands)
     watch.register(commands)
     return parser
@@ -165,22 +166,7 @@ def _rates(text: str) -> list[float]:
     return [_positive_rate(part.strip()) for part in text.split(",")]
 
 
-def _read(path: Path) -> str:
-    try:
-        return _read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not text (binary or not UTF-8)") from None
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror}") from None
+_read = collect.read_text
 
 
 def _parse_wrk2(args: argparse.Namespace) -> int:
@@ -192,35 +178,7 @@ def _parse_wrk2(args: argparse.Namespace) -> int:
     if tables and len(tables) != len(files):
         return _usage_error("parse-wrk2", f"--percentiles gives {len(tables)} tables for {len(files)} files: "
                                           "give one per file, in the files' order")
-    outputs = []
-    for path in files:
-        try:
-            outputs.append(wrk2.parse(_read(path)))
-        except ParseError as exc:
-            raise InputError(f"{path}: not complete wrk2 --latency output: {exc}") from None
-    parsed_tables = []
-    for output, path in zip(outputs, tables):
-        try:
-            table = wrk2.parse_percentiles(_read(path))
-            wrk2.check_table(output, table)
-        except ParseError as exc:
-            raise InputError(f"{path}: not a usable wrk2 percentile table: {exc}") from None
-        parsed_tables.append(table)
-    if parsed_tables:
-        result = wrk2.hosts_run_result(list(zip(outputs, parsed_tables)), target_rate=args.target_rate)
-    else:
-        result = wrk2.to_run_result(outputs[0], target_rate=args.target_rate)
-    notes = []
-    if len(parsed_tables) == 1:
-        table, output = parsed_tables[0], outputs[0]
-        notes.append(f"achieved over the {table.recorded_window_s:g} s recorded after calibration "
-                     f"(the text's Requests/sec, over the whole invocation: {output.requests_per_sec:g})")
-    elif parsed_tables:
-        rates = " + ".join(f"{table.recorded_rate:g}" for table in parsed_tables)
-        windows = ", ".join(f"{table.recorded_window_s:g}" for table in parsed_tables)
-        texts = " + ".join(f"{output.requests_per_sec:g}" for output in outputs)
-        notes.append(f"achieved: {rates} req/s, each host over its recorded window after calibration ({windows} s; "
-                     f"the texts' Requests/sec, over the whole invocations: {texts})")
+    result, notes = collect.wrk2_result(files, tables, args.target_rate)
     _print_result(" + ".join(path.name for path in files), _with_context(result, args.context), args.json, notes)
     return EXIT_OK
 
@@ -238,56 +196,20 @@ def _parse_vegeta(args: argparse.Namespace) -> int:
         args.usage_error(f"--host-rates gives {len(rates)} rates for {len(files)} files: give one per file")
     if not math.isclose(sum(rates), args.target_rate, rel_tol=1e-9):
         args.usage_error(f"--host-rates add up to {sum(rates):g}, not the target rate {args.target_rate:g}")
-    attacks = []
-    for path in files:
-        try:
-            attacks.append(vegeta.parse(_read_bytes(path)))
-        except ParseError as exc:
-            raise InputError(f"{path}: not usable vegeta results: {exc}") from None
-    try:
-        result = vegeta.to_run_result(attacks, rates, args.duration_s, args.target_rate, names=list(map(str, files)))
-    except ParseError as exc:
-        raise InputError(str(exc)) from None
+    result = collect.vegeta_result(files, rates, args.duration_s, args.target_rate)
     _print_result(" + ".join(path.name for path in files), _with_context(result, args.context), args.json)
     return EXIT_OK
 
 
 def _with_context(result: RunResult, context_file: Path | None) -> RunResult:
-    if context_file is None:
-        return result
-    try:
-        context = RunContext.from_json(_read(context_file))
-        return result.with_context(context)
-    except (SchemaError, ValueError) as exc:
-        raise InputError(f"{context_file}: not a perflab run context: {exc}") from None
+    return result if context_file is None else collect.with_context(result, _read(context_file), context_file)
 
 
 def _print_result(name: str, result: RunResult, as_json: bool, notes: Sequence[str] = ()) -> None:
     if as_json:
         sys.stdout.write(result.to_json())
-        return
-    lines = [
-        f"{name}: {result.tool}, {result.requests} requests in {result.duration_s:g} s",
-        f"rate: {result.achieved_rate:g} req/s achieved of {result.target_rate:g} asked "
-        f"({result.achieved_rate / result.target_rate:.1%})",
-        *notes,
-        _latency_line("latency (corrected, ms)", result.latency_corrected),
-    ]
-    if result.latency_uncorrected is not None:
-        lines.append(_latency_line("latency (uncorrected, ms)", result.latency_uncorrected))
-    recorded = result.latency_corrected.total_count
-    if result.tool == "wrk2" and recorded is not None:
-        lines.append(f"recorded: {recorded} of {result.requests} requests (wrk2 records none during calibration)")
-    if result.dropped_iterations:
-        lines.append(f"dropped iterations: {result.dropped_iterations}")
-    kinds = result.errors.by_kind()
-    lines.append("errors: " + (", ".join(f"{k} {n}" for k, n in kinds.items()) if kinds else "none"))
-    print("\n".join(lines))
-
-
-def _latency_line(label: str, latency: LatencyDistribution) -> str:
-    values = "  ".join(f"p{key} {value:g}" for key, value in latency.percentiles_ms.items())
-    return f"{label}: {values}  mean {latency.mean_ms:g}  max {latency.max_ms:g}"
+    else:
+        print(collect.result_text(name, result, notes))
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -302,24 +224,7 @@ def _audit(args: argparse.Namespace) -> int:
         except SchemaError as exc:
             raise InputError(f"{args.observations}: not perflab observations: {exc}") from None
     verdict = audit.audit(result, observations)
-    if args.json:
-        document = {
-            "schema_version": SCHEMA_VERSION,
-            "status": verdict.status.value,
-            "rules": [
-                {"rule": r.rule, "status": r.status.value, "evidence": r.evidence} for r in verdict.rules
-            ],
-            "app_cost": verdict.app_cost.sentence,
-            "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
-            "app_max_rss_bytes": verdict.app_cost.max_rss_bytes,
-        }
-        print(json.dumps(document, indent=2))
-    else:
-        print(f"verdict: {verdict.status.value}")
-        order = [audit.Status.INVALID, audit.Status.WARN, audit.Status.VALID, audit.Status.NOT_EVALUATED]
-        for rule in sorted(verdict.rules, key=lambda r: order.index(r.status)):
-            print(f"  {rule.status.value:<13} {rule.rule}: {rule.evidence}")
-        print(f"app cost: {verdict.app_cost.sentence}")
+    print(json.dumps(collect.audit_document(verdict), indent=2) if args.json else collect.audit_text(verdict))
     return _EXIT_BY_STATUS[verdict.status]
 
 

@@ -145,7 +145,7 @@ def test_a_busy_generator_is_the_loadgen() -> None:
 
 
 def _two_loadgens(first: TierCpu, second: TierCpu) -> Observations:
-    """Observations as scripts/bench_report.py writes them for two loadgen hosts: each one's CPU,
+    """Observations as perflab collect writes them for two loadgen hosts: each one's CPU,
     and the busiest one's as the tier's."""
     return dataclasses.replace(CALM, loadgen_cpu=max(first, second, key=lambda cpu: cpu.busy_fraction),
                                loadgen_hosts={"perflab-loadgen": first, "perflab-loadgen2": second})

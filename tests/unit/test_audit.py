@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from perflab import audit, wrk2
+from perflab import audit, collect, wrk2
 from perflab.audit import (
     THRESHOLDS,
     DbSessions,
@@ -449,7 +449,7 @@ def test_a_cpu_window_is_positive() -> None:
 
 
 def _bench_inputs(scenario: Mapping[str, object]) -> dict[str, object]:
-    """bench-inputs.json as playbooks/bench.yml writes it, with what scripts/bench_report.py reads."""
+    """bench-inputs.json as playbooks/bench.yml writes it, with what perflab collect reads."""
     sample = {"host": "perflab-app", "machine": "m", "cpus": [1], "usage_usec": 0, "at": 0.0}
     return {
         "run": {"scenario": {"name": "zipcodes", "rate": 500, "connections": 16, "threads": 2, **scenario},
@@ -466,8 +466,8 @@ def _bench_inputs(scenario: Mapping[str, object]) -> dict[str, object]:
 def test_the_context_carries_the_scenarios_slo(given: float | None, carried: float | None) -> None:
     """The SLO the bench ran with (bench-inputs.json); bench-inputs written before it carried one has none."""
     scenario = {} if given is None else {"slo_p99_ms": given}
-    context = load_script("bench_report")._context(_bench_inputs(scenario))
-    assert context.scenario.slo_p99_ms == carried
+    context = collect.context(_bench_inputs(scenario))
+    assert context.scenario is not None and context.scenario.slo_p99_ms == carried
     result = STEADY.with_context(context)
     assert rule_result(audit.slo_p99, result).status is (Status.NOT_EVALUATED if carried is None else Status.VALID)
 
@@ -510,22 +510,20 @@ def _loadgen_inputs(hosts_cpu: Mapping[str, object] | None) -> dict[str, object]
 
 
 def test_one_loadgen_host_is_the_tiers_cpu_as_before() -> None:
-    bench_report = load_script("bench_report")
     tier = TierCpu(busy_cores=21.7 / 70, allotted_cores=1, window_s=70.0)
     one = {"perflab-loadgen": {"start": _sample("perflab-loadgen", 5, 0.0), "end": _sample("perflab-loadgen", 9, 1.0)}}
     for inputs in (_loadgen_inputs(None), _loadgen_inputs(one)):
-        assert bench_report.loadgen_cpus(inputs) == (tier, None)
+        assert collect.loadgen_cpus(inputs) == (tier, None)
 
 
 def test_several_loadgen_hosts_each_get_their_cpu_and_the_tier_the_busiest() -> None:
-    bench_report = load_script("bench_report")
     inputs = _loadgen_inputs({
         "perflab-loadgen": {"start": _sample("perflab-loadgen", 1_000_000, 100.0),
                             "end": _sample("perflab-loadgen", 22_700_000, 170.0)},
         "perflab-loadgen2": {"start": _sample("perflab-loadgen2", 0, 100.5, cpus=(0, 1)),
                              "end": _sample("perflab-loadgen2", 119_000_000, 170.5, cpus=(0, 1))},
     })
-    tier, hosts = bench_report.loadgen_cpus(inputs)
+    tier, hosts = collect.loadgen_cpus(inputs)
     assert hosts == {"perflab-loadgen": TierCpu(busy_cores=21.7 / 70, allotted_cores=1, window_s=70.0),
                      "perflab-loadgen2": TierCpu(busy_cores=119 / 70, allotted_cores=2, window_s=70.0)}
     assert tier == hosts["perflab-loadgen2"]  # 1.70 of 2 cores (85%) against 0.31 of 1 (31%)
@@ -545,5 +543,7 @@ def test_the_context_carries_the_hosts_start_skew_and_rates(
         extra: dict[str, object], run: dict[str, object], expected: dict[str, str]) -> None:
     inputs = {**_bench_inputs({}), **extra}
     inputs["run"] = {**inputs["run"], **run}  # type: ignore[dict-item]
-    parameters = load_script("bench_report")._context(inputs).scenario.parameters
+    scenario = collect.context(inputs).scenario
+    assert scenario is not None
+    parameters = scenario.parameters
     assert {k: v for k, v in parameters.items() if k in ("start_skew_ms", "host_rates")} == expected

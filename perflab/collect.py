@@ -1,0 +1,437 @@
+"""perflab collect RUN_DIR: everything a bench run leaves on the controller, from one process.
+
+From what playbooks/bench.yml gathered (bench-inputs.json, db-sessions.json), the tool's raw
+output and what Prometheus saw over the measured window, it writes the run's files in order:
+context.json, observations.json, utilization.json, result.json (the tool's output parsed, as
+`perflab parse-<tool> --context` prints it), audit.json (the verdict), attribution.json (the
+limiting tier) and status.json `complete`, then prints the result, the verdict, the attribution
+and each tier's CPU seconds. A file it cannot read or parse stops it with one line (exit 4) before
+status.json changes: the run stays marked incomplete, with everything written so far kept.
+
+The parsing and judging helpers here are the ones `perflab parse-*` and `perflab audit` use.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perflab import attribution, audit, observe, vegeta, wrk2
+from perflab.audit import DbSessions, Observations, Placement, TierCpu
+from perflab.model import (SCHEMA_VERSION, AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext,
+                           RunResult, ScenarioRun, SchemaError)
+from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
+
+EXIT_COLLECTED = 0
+EXIT_BAD_INPUT = 4
+
+
+class InputError(Exception):
+    """Input a command cannot use; the message is printed as one line."""
+
+
+def read_text(path: Path) -> str:
+    try:
+        return read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not text (binary or not UTF-8)") from None
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+
+
+def write(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all: a reader never sees half a file."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The tool's output -> a run result (perflab parse-wrk2, parse-vegeta)
+
+
+def wrk2_result(files: Sequence[Path], tables: Sequence[Path], target_rate: float) -> tuple[RunResult, list[str]]:
+    """wrk2 --latency outputs, one per loadgen host, with their percentile tables (none, or one per
+    file in the same order) -> one run result and the notes that say over which window it was achieved."""
+    outputs = []
+    for path in files:
+        try:
+            outputs.append(wrk2.parse(read_text(path)))
+        except ParseError as exc:
+            raise InputError(f"{path}: not complete wrk2 --latency output: {exc}") from None
+    parsed_tables = []
+    for output, path in zip(outputs, tables):
+        try:
+            table = wrk2.parse_percentiles(read_text(path))
+            wrk2.check_table(output, table)
+        except ParseError as exc:
+            raise InputError(f"{path}: not a usable wrk2 percentile table: {exc}") from None
+        parsed_tables.append(table)
+    if parsed_tables:
+        result = wrk2.hosts_run_result(list(zip(outputs, parsed_tables)), target_rate=target_rate)
+    else:
+        result = wrk2.to_run_result(outputs[0], target_rate=target_rate)
+    notes = []
+    if len(parsed_tables) == 1:
+        table, output = parsed_tables[0], outputs[0]
+        notes.append(f"achieved over the {table.recorded_window_s:g} s recorded after calibration "
+                     f"(the text's Requests/sec, over the whole invocation: {output.requests_per_sec:g})")
+    elif parsed_tables:
+        rates = " + ".join(f"{table.recorded_rate:g}" for table in parsed_tables)
+        windows = ", ".join(f"{table.recorded_window_s:g}" for table in parsed_tables)
+        texts = " + ".join(f"{output.requests_per_sec:g}" for output in outputs)
+        notes.append(f"achieved: {rates} req/s, each host over its recorded window after calibration ({windows} s; "
+                     f"the texts' Requests/sec, over the whole invocations: {texts})")
+    return result, notes
+
+
+def vegeta_result(files: Sequence[Path], rates: Sequence[float], duration_s: float | None,
+                  target_rate: float) -> RunResult:
+    """vegeta results, one file per loadgen host at its share of the rate -> one run result."""
+    attacks = []
+    for path in files:
+        try:
+            attacks.append(vegeta.parse(read_bytes(path)))
+        except ParseError as exc:
+            raise InputError(f"{path}: not usable vegeta results: {exc}") from None
+    try:
+        return vegeta.to_run_result(attacks, list(rates), duration_s, target_rate, names=list(map(str, files)))
+    except ParseError as exc:
+        raise InputError(str(exc)) from None
+
+
+def with_context(result: RunResult, context_text: str, where: Path) -> RunResult:
+    try:
+        return result.with_context(RunContext.from_json(context_text))
+    except (SchemaError, ValueError) as exc:
+        raise InputError(f"{where}: not a perflab run context: {exc}") from None
+
+
+def result_text(name: str, result: RunResult, notes: Sequence[str] = ()) -> str:
+    """What `perflab parse-*` prints: the requests, the rate achieved, the latencies, the errors."""
+    lines = [
+        f"{name}: {result.tool}, {result.requests} requests in {result.duration_s:g} s",
+        f"rate: {result.achieved_rate:g} req/s achieved of {result.target_rate:g} asked "
+        f"({result.achieved_rate / result.target_rate:.1%})",
+        *notes,
+        _latency_line("latency (corrected, ms)", result.latency_corrected),
+    ]
+    if result.latency_uncorrected is not None:
+        lines.append(_latency_line("latency (uncorrected, ms)", result.latency_uncorrected))
+    recorded = result.latency_corrected.total_count
+    if result.tool == "wrk2" and recorded is not None:
+        lines.append(f"recorded: {recorded} of {result.requests} requests (wrk2 records none during calibration)")
+    if result.dropped_iterations:
+        lines.append(f"dropped iterations: {result.dropped_iterations}")
+    kinds = result.errors.by_kind()
+    lines.append("errors: " + (", ".join(f"{k} {n}" for k, n in kinds.items()) if kinds else "none"))
+    return "\n".join(lines)
+
+
+def _latency_line(label: str, latency: LatencyDistribution) -> str:
+    values = "  ".join(f"p{key} {value:g}" for key, value in latency.percentiles_ms.items())
+    return f"{label}: {values}  mean {latency.mean_ms:g}  max {latency.max_ms:g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The verdict (perflab audit)
+
+
+def audit_document(verdict: audit.Verdict) -> dict[str, Any]:
+    """audit.json: the verdict, every rule with its evidence, the app's cost."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": verdict.status.value,
+        "rules": [{"rule": r.rule, "status": r.status.value, "evidence": r.evidence} for r in verdict.rules],
+        "app_cost": verdict.app_cost.sentence,
+        "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
+        "app_max_rss_bytes": verdict.app_cost.max_rss_bytes,
+    }
+
+
+def audit_text(verdict: audit.Verdict) -> str:
+    """The verdict, then every rule, the failed ones first, then the app's cost."""
+    order = [audit.Status.INVALID, audit.Status.WARN, audit.Status.VALID, audit.Status.NOT_EVALUATED]
+    lines = [f"verdict: {verdict.status.value}"]
+    lines += [f"  {rule.status.value:<13} {rule.rule}: {rule.evidence}"
+              for rule in sorted(verdict.rules, key=lambda r: order.index(r.status))]
+    lines.append(f"app cost: {verdict.app_cost.sentence}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the plays gathered and Prometheus saw -> context.json, observations.json, utilization.json
+
+
+# Environment variables of the tool that are plumbing rather than the workload.
+_PLUMBING = ("PERFLAB_PERCENTILES",)
+
+
+def context(inputs: dict[str, Any]) -> RunContext:
+    run = inputs["run"]
+    scenario = run["scenario"]
+    environment = run["phases"]["measure"]["environment"]
+    parameters = {k: str(v) for k, v in environment.items() if not k.startswith(_PLUMBING)}
+    parameters.update(tool=run["tool"], tool_reason=run.get("tool_reason", ""), target_url=run["target_url"],
+                      db_delay_ms=str(inputs["db_delay_ms"]))
+    if inputs.get("start_skew_ms") is not None:
+        # How far apart the loadgen hosts started, against the instant they agreed on.
+        parameters["start_skew_ms"] = str(inputs["start_skew_ms"])
+    host_rates = run.get("host_rates") or []
+    if len(host_rates) > 1:
+        # Each loadgen host's share of the rate, in the inventory's order ("50,50", as --host-rates takes them).
+        parameters["host_rates"] = ",".join(
+            str(int(rate)) if isinstance(rate, float) and rate.is_integer() else str(rate) for rate in host_rates)
+    if int(run.get("calibration_ms") or 0) > 0:
+        # wrk2 records nothing in its calibration: the measured invocation ran that much longer.
+        parameters["wrk2_calibration_ms"] = str(run["calibration_ms"])
+        recorded_from = _unix(inputs["measure_started_at"]) + int(run["calibration_ms"]) / 1000
+        parameters["recorded_window"] = (
+            f"{datetime.datetime.fromtimestamp(recorded_from, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+            f" .. {inputs['measure_ended_at']}")
+    deployment = inputs["deployment"]
+    memory = deployment.get("memory_max_mb")
+    machines = {tier: sample["machine"] for tier, sample in inputs["cpu_start"].items()}
+    hosts = []
+    for tier, names in inputs["tiers"].items():
+        for name in names:
+            facts = inputs["hosts"].get(name, {})
+            hosts.append(HostFacts(
+                tier=tier, host=name, machine=machines.get(tier) if name == inputs["cpu_start"][tier]["host"] else None,
+                cpus=int(facts["cpus"]) if facts.get("cpus") else None,
+                memory_mb=int(facts["memory_mb"]) if facts.get("memory_mb") else None,
+                os=facts.get("os") or None, kernel=facts.get("kernel") or None,
+            ))
+    return RunContext(
+        started_at=inputs["measure_started_at"],
+        ended_at=inputs["measure_ended_at"],
+        scenario=ScenarioRun(
+            name=scenario["name"], rate=float(scenario["rate"]), duration_s=float(run["duration_s"]),
+            warmup_s=float(run["warmup_s"]), connections=int(scenario["connections"]),
+            threads=int(scenario["threads"]), parameters=parameters, slo_p99_ms=_slo_p99_ms(scenario),
+        ),
+        app=AppSettings(
+            name=deployment["app"], profile=deployment.get("profile"),
+            jvm_options=tuple(str(o) for o in deployment.get("jvm_opts") or ()),
+            environment={k: str(v) for k, v in (deployment.get("env") or {}).items()},
+            cpus=",".join(str(c) for c in deployment.get("cpu_affinity") or ()) or None,
+            memory_limit=f"{memory} MB" if memory not in (None, "", "None") else None,
+            start_to_first_request_ms=float(deployment["start_to_ready_ms"]),
+        ),
+        hosts=tuple(hosts),
+        versions={k: str(v) for k, v in inputs["versions"].items() if v},
+        raw_output=inputs["raw_output"],
+    )
+
+
+def _slo_p99_ms(scenario: dict[str, Any]) -> float | None:
+    """The scenario's p99 SLO as the bench ran it (SLO_P99_MS= applied); None where bench-inputs.json has none."""
+    value = scenario.get("slo_p99_ms")
+    return None if value is None else float(value)
+
+
+def cpu_seconds(inputs: dict[str, Any]) -> dict[str, float]:
+    """CPU seconds each tier's host used between the two samples around the measured phase."""
+    return {
+        tier: (inputs["cpu_end"][tier]["usage_usec"] - start["usage_usec"]) / 1e6
+        for tier, start in inputs["cpu_start"].items()
+    }
+
+
+def sample_cpu(start: dict[str, Any], end: dict[str, Any]) -> TierCpu:
+    """The CPU a host used between two cgroup samples ({"usage_usec", "cpus", "at", ...}): its busy
+    cores over the seconds between them, against the CPUs it may use."""
+    window_s = max(end["at"] - start["at"], 1e-3)
+    used_s = (end["usage_usec"] - start["usage_usec"]) / 1e6
+    return TierCpu(busy_cores=used_s / window_s, allotted_cores=len(start["cpus"]), window_s=window_s)
+
+
+def loadgen_cpus(inputs: dict[str, Any]) -> tuple[TierCpu, dict[str, TierCpu] | None]:
+    """The loadgen tier's CPU and, when several loadgen hosts shared the run (bench-inputs.json's
+    loadgen_hosts_cpu: {host: {"start": sample, "end": sample}}), each one's; the tier's figure is
+    then the busiest host's, the one that limits. With one host or none listed: the tier's samples."""
+    hosts = inputs.get("loadgen_hosts_cpu") or {}
+    if len(hosts) <= 1:
+        return sample_cpu(inputs["cpu_start"]["loadgen"], inputs["cpu_end"]["loadgen"]), None
+    by_host = {host: sample_cpu(samples["start"], samples["end"]) for host, samples in hosts.items()}
+    return max(by_host.values(), key=lambda cpu: cpu.busy_fraction), by_host
+
+
+def _unix(iso: str) -> float:
+    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
+    """The DB's client sessions at the end of the window (roles/bench/tasks/db_sessions.yml)."""
+    path = run_dir / "db-sessions.json"
+    if not path.exists():
+        return None, "the run recorded no DB sessions (db-sessions.json missing)"
+    found = json.loads(path.read_text(encoding="utf-8"))
+    sessions = found.get("sessions") or []
+    if not sessions:
+        return None, "no network session of the app's DB user was open at the end of the window"
+    tls = sum(1 for s in sessions if s.get("tls"))
+    return DbSessions(total=len(sessions), tls=tls), ""
+
+
+def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) -> tuple[Observations, str]:
+    def tier_cpu(tier: str) -> TierCpu:
+        return sample_cpu(inputs["cpu_start"][tier], inputs["cpu_end"][tier])
+
+    loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
+    window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
+                            quiet_s=float(inputs.get("quiet_s", 0.0)))
+    # Wait for every target's first scrape after the window and after its quiet time, and for the
+    # DB's next one (observe.REST_READ_S: the lab's own statements at rest), with a margin.
+    time.sleep(max(0.0, window.end + max(12.0, window.quiet_s + observe.REST_READ_S + 2.0) - time.time()))
+    tier_cpus = {tier: (sample["host"], tuple(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
+    found = observe.observe(Prometheus(prometheus_url), window, inputs["deployment"]["app"], tier_cpus)
+    sessions, sessions_reason = db_sessions(run_dir)
+    unobserved = dict(found.unobserved)
+    if sessions is None:
+        unobserved["db_sessions"] = sessions_reason
+    version = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", inputs["versions"].get("database") or "")
+    database = (f"{'MariaDB' if version.group(3) or version.group(1) == 'MariaDB' else 'MySQL'} {version.group(2)}"
+                if version else "the database")
+    observations = Observations(
+        source=f"cgroup cpu.stat of each tier's host, sampled by playbooks/bench.yml around the measured phase, "
+               f"and Prometheus at {prometheus_url} "
+               f"({inputs['measure_started_at']} .. {inputs['measure_ended_at']})",
+        loadgen_cpu=loadgen_cpu,
+        loadgen_hosts=loadgen_hosts,
+        app_cpu=tier_cpu("app"),
+        db_cpu=tier_cpu("db"),
+        db_disk_busy=found.db_disk_busy,
+        db_name=f"{database} on {inputs['cpu_start']['db']['host']}",
+        placements=tuple(
+            Placement(tier=tier, host=sample["host"], machine=sample["machine"], cpus=tuple(sample["cpus"]))
+            for tier, sample in inputs["cpu_start"].items()
+        ),
+        warmup_s=float(inputs["run"]["warmup_s"]),
+        write_share_by_third=found.write_share_by_third,
+        db_sessions=sessions,
+        statements_per_request=found.statements_per_request,
+        expected_statements_per_request=found.expected_statements_per_request,
+        jit_compile_s=found.jit_compile_s,
+        app_max_rss_bytes=found.app_max_rss_bytes,
+        cpus_busy=found.cpus_busy,
+        saturation=found.saturation,
+        unobserved=unobserved,
+    )
+    allotted = {tier: float(len(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
+    return observations, _utilization(prometheus_url, window, run_dir, allotted)
+
+
+def _utilization(prometheus_url: str, window: observe.Window, run_dir: Path, allotted: dict[str, float]) -> str:
+    """utilization.json (docs/ARCHITECTURE.md); absent when Prometheus had no data. Says what it did."""
+    target = run_dir / "utilization.json"
+    try:
+        series = observe.utilization(Prometheus(prometheus_url), window, allotted)
+    except PrometheusError as error:
+        target.unlink(missing_ok=True)
+        return f"utilization.json not written: {error}"
+    if not series:
+        target.unlink(missing_ok=True)
+        return "utilization.json not written: Prometheus had no per-tier CPU or memory in the window"
+    document = {
+        "schema_version": 1, "source": prometheus_url, "start": window.start, "end": window.end, "step_s": 5.0,
+        "tiers": {tier: {"allotted_cores": s.allotted_cores, "busy_cores": [list(p) for p in s.busy_cores],
+                         "memory_bytes": [list(p) for p in s.memory_bytes]} for tier, s in series.items()},
+    }
+    target.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    return f"utilization.json: {', '.join(series)}"
+
+
+def attribution_text(found: attribution.Attribution) -> str:
+    return "\n".join([f"bottleneck: {found.sentence}", *(f"  {line}" for line in found.evidence)])
+
+
+def collect(run_dir: Path, prometheus_url: str) -> str:
+    """Write every file of the run in order (see the module's docstring); returns what to print."""
+    inputs_path = run_dir / "bench-inputs.json"
+    try:
+        inputs: dict[str, Any] = json.loads(read_text(inputs_path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{inputs_path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    run = inputs["run"]
+    context_text = context(inputs).to_json() + "\n"
+    write(run_dir / "context.json", context_text)
+    observations, utilization_note = _observations(inputs, run_dir, prometheus_url)
+    write(run_dir / "observations.json", observations.to_json() + "\n")
+
+    files = [run_dir / name for name in inputs["raw_files"]]
+    rate = float(run["scenario"]["rate"])
+    notes: list[str] = []
+    if run["tool"] == "wrk2":
+        result, notes = wrk2_result(files, [run_dir / name for name in inputs.get("percentile_files") or []], rate)
+    else:
+        host_rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(files)] * len(files)
+        result = vegeta_result(files, host_rates, float(run["duration_s"]), rate)
+    result = with_context(result, context_text, run_dir / "context.json")
+    write(run_dir / "result.json", result.to_json() + "\n")
+
+    verdict = audit.audit(result, observations)
+    write(run_dir / "audit.json", json.dumps(audit_document(verdict), indent=2) + "\n")
+    found = attribution.attribute(result, observations)
+    write(run_dir / "attribution.json", found.to_json())
+    status = {"status": "complete", "run_id": inputs["run_id"], "verdict": verdict.status.value,
+              "started_at": inputs["measure_started_at"], "ended_at": inputs["measure_ended_at"]}
+    write(run_dir / "status.json", json.dumps(status, indent=4) + "\n")
+
+    seconds = cpu_seconds(inputs)
+    loadgen_per_1000 = seconds.get("loadgen", 0.0) * 1000 / max(result.requests, 1)
+    return "\n".join([
+        result_text(" + ".join(path.name for path in files), result, notes),
+        audit_text(verdict),
+        attribution_text(found),
+        utilization_note,
+        f"CPU seconds in the measured phase by tier: {json.dumps({t: round(s, 3) for t, s in seconds.items()})}; "
+        f"loadgen per 1000 requests: {loadgen_per_1000:.3f}",
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `perflab collect` to the CLI."""
+    sub = commands.add_parser(
+        "collect", help="a bench run's files from what it gathered: context, observations, result, verdict, attribution",
+        description="Write a bench run's context.json, observations.json, utilization.json, result.json, "
+                    "audit.json, attribution.json and status.json (complete) from its bench-inputs.json, the "
+                    "tool's raw output and Prometheus; print the result, the verdict and the attribution.",
+        epilog="exit codes: 0 collected (whatever the verdict: status.json has it); 4 bad input (one line says "
+               "which file and why; status.json is left as it was)",
+    )
+    sub.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="results/<run id>/ with bench-inputs.json")
+    sub.add_argument("--prometheus", default=DEFAULT_URL, metavar="URL", help="the lab's Prometheus (lab_prometheus_url)")
+    sub.set_defaults(command=_collect)
+
+
+def _collect(args: argparse.Namespace) -> int:
+    try:
+        print(collect(args.run_dir, args.prometheus))
+    except InputError as exc:
+        print(f"perflab collect: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_COLLECTED

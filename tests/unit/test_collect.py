@@ -1,0 +1,105 @@
+"""`perflab collect RUN_DIR`: a bench run's files, in one process, from what the plays gathered and
+the tool's real output (the fixtures); Prometheus is a closed port here, so every figure it would
+give is unobserved and says why."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
+from .test_cli import perflab
+
+CLOSED_PROMETHEUS = "http://127.0.0.1:9"
+
+
+def _sample(host: str, usage_usec: int, at: float, cpus: list[int]) -> dict[str, Any]:
+    return {"host": host, "machine": "m1", "cpus": cpus, "usage_usec": usage_usec, "at": at}
+
+
+def bench_inputs(tool: str, rate: int, raw_files: list[str], percentile_files: list[str]) -> dict[str, Any]:
+    """bench-inputs.json as roles/bench/tasks/report.yml writes it (one loadgen host)."""
+    tiers = {"loadgen": ("perflab-loadgen", [0]), "app": ("perflab-app", [1]), "db": ("perflab-db", [0])}
+    return {
+        "run_id": "20261120T090000Z-quarkus-greeting", "raw_output": raw_files[0],
+        "raw_files": raw_files, "percentile_files": percentile_files,
+        "run": {"scenario": {"name": "greeting", "rate": rate, "connections": 10, "threads": 2, "slo_p99_ms": 25},
+                "phases": {"measure": {"environment": {"GREETING_NAME": "perflab"}}}, "tool": tool,
+                "target_url": "http://perflab-app:8080", "duration_s": 15, "warmup_s": 5,
+                "calibration_ms": 10025 if tool == "wrk2" else 0, "host_rates": [rate]},
+        "db_delay_ms": 0, "quiet_s": 7.0,
+        "measure_started_at": "2026-11-20T09:00:00Z", "measure_ended_at": "2026-11-20T09:00:25Z",
+        "deployment": {"app": "quarkus", "start_to_ready_ms": 900.0, "jvm_opts": ["-Xmx512m"], "cpu_affinity": [1]},
+        "cpu_start": {tier: _sample(host, 0, 0.0, cpus) for tier, (host, cpus) in tiers.items()},
+        "cpu_end": {tier: _sample(host, 5_000_000, 25.0, cpus) for tier, (host, cpus) in tiers.items()},
+        "loadgen_hosts_cpu": {}, "start_skew_ms": None,
+        "tiers": {tier: [host] for tier, (host, _) in tiers.items()},
+        "hosts": {host: {"cpus": "2", "memory_mb": "2048", "os": "Debian 12", "kernel": "6.1"} for host, _ in tiers.values()},
+        "versions": {"load_generator": tool, "java": "25", "database": "mariadb  Ver 15.1 Distrib 10.11.6-MariaDB"},
+    }
+
+
+def run_dir_with(tmp_path: Path, inputs: dict[str, Any], fixtures: dict[str, Path]) -> Path:
+    run_dir: Path = tmp_path / str(inputs["run_id"])
+    run_dir.mkdir()
+    for name, source in fixtures.items():
+        shutil.copy(source, run_dir / name)
+    (run_dir / "bench-inputs.json").write_text(json.dumps(inputs))
+    (run_dir / "status.json").write_text(json.dumps({"status": "incomplete", "reason": "the run is in progress"}))
+    return run_dir
+
+
+def test_collect_writes_every_file_of_a_wrk2_run_and_marks_it_complete(tmp_path: Path) -> None:
+    inputs = bench_inputs("wrk2", 1000, ["wrk2-measure.txt"], ["wrk2-measure-percentiles.json"])
+    run_dir = run_dir_with(tmp_path, inputs, {
+        "wrk2-measure.txt": WRK2_FIXTURES / "wrk2-steady-1000rps.txt",
+        "wrk2-measure-percentiles.json": WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json"})
+    done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
+    assert done.returncode == 0, done.stderr
+    files = {path.name for path in run_dir.iterdir()}
+    assert {"context.json", "observations.json", "result.json", "audit.json", "attribution.json"} <= files
+    assert not [name for name in files if name.endswith(".partial")]
+    # The result is what `perflab parse-wrk2 --context` gives for the same files.
+    parsed = perflab("parse-wrk2", run_dir / "wrk2-measure.txt", "--percentiles", run_dir / "wrk2-measure-percentiles.json",
+                     "--target-rate", "1000", "--context", run_dir / "context.json", "--json")
+    assert json.loads((run_dir / "result.json").read_text()) == json.loads(parsed.stdout)
+    # The verdict is `perflab audit`'s, and status.json carries it.
+    judged = perflab("audit", run_dir / "result.json", "--observations", run_dir / "observations.json", "--json")
+    assert json.loads((run_dir / "audit.json").read_text()) == json.loads(judged.stdout)
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status == {"status": "complete", "run_id": inputs["run_id"], "verdict": json.loads(judged.stdout)["status"],
+                      "started_at": "2026-11-20T09:00:00Z", "ended_at": "2026-11-20T09:00:25Z"}
+    # Prometheus could not be asked: the observations say so rather than inventing figures.
+    observations = json.loads((run_dir / "observations.json").read_text())
+    assert "no Prometheus data" in observations["unobserved"]["statements_per_request"]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "wrk2-measure.txt: wrk2, 24994 requests in 25 s"
+    assert f"verdict: {status['verdict']}" in lines and any(line.startswith("bottleneck: ") for line in lines)
+    assert lines[-1].startswith('CPU seconds in the measured phase by tier: {"loadgen": 5.0, "app": 5.0, "db": 5.0}')
+
+
+def test_collect_of_a_vegeta_run_reads_its_raw_results(tmp_path: Path) -> None:
+    inputs = bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], [])
+    run_dir = run_dir_with(tmp_path, inputs, {"vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
+    done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["tool"] == "vegeta" and result["requests"] > 0 and result["scenario"]["name"] == "greeting"
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
+
+
+def test_a_missing_raw_output_stops_collect_with_one_line_and_leaves_the_run_incomplete(tmp_path: Path) -> None:
+    inputs = bench_inputs("wrk2", 1000, ["wrk2-measure.txt"], ["wrk2-measure-percentiles.json"])
+    run_dir = run_dir_with(tmp_path, inputs, {})
+    done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines() == [f"perflab collect: error: {run_dir}/wrk2-measure.txt: no such file"]
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "incomplete"
+    assert not (run_dir / "result.json").exists() and not (run_dir / "audit.json").exists()
+
+
+def test_collect_of_a_directory_without_bench_inputs_says_so(tmp_path: Path) -> None:
+    done = perflab("collect", tmp_path, "--prometheus", CLOSED_PROMETHEUS)
+    assert done.returncode == 4
+    assert done.stderr.strip() == f"perflab collect: error: {tmp_path}/bench-inputs.json: no such file"
