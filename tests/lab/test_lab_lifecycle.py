@@ -40,15 +40,29 @@ def test_second_lab_up_changes_nothing(lab: str) -> None:
     assert not changed, f"second lab-up changed something: {changed}\n" + tail(again.stdout, 200)
 
 
-def test_a_file_changed_on_a_host_is_put_back_by_the_next_lab_up(lab: str) -> None:
+def test_check_mode_names_only_what_drifted_and_the_next_lab_up_puts_it_back(lab: str) -> None:
     # The roles read their files' checksums in one probe and write only what differs: a drifted
-    # file must still be noticed, written back with its mode, and its service restarted.
+    # file must still be noticed, written back with its mode, and its service restarted. --check
+    # first: it reports the drift on exactly the hosts that drifted and changes nothing.
     dropin = "/etc/systemd/system/prometheus-node-exporter.service.d/perflab.conf"
     limits = "/etc/security/limits.d/60-perflab.conf"
     grouping = "/etc/prometheus-process-exporter/config.yml"
     subprocess.run(["docker", "exec", "perflab-app", "sh", "-c", f"echo '# drift' >> {dropin}"], check=True)
     subprocess.run(["docker", "exec", "perflab-loadgen", "chmod", "600", limits], check=True)
     subprocess.run(["docker", "exec", "perflab-db", "rm", "-f", grouping], check=True)
+
+    def read(host: str, command: str) -> str:
+        return subprocess.run(["docker", "exec", host, "sh", "-c", command], capture_output=True, text=True,
+                              check=False).stdout
+
+    checked = run_make("lab-up", "ANSIBLE_ARGS=--check")
+    assert checked.returncode == 0, tail(checked.stdout, 120)
+    would_change = {host for host, counters in play_recap(checked.stdout).items() if counters["changed"]}
+    assert would_change == {"perflab-app", "perflab-db", "perflab-loadgen"}, tail(checked.stdout, 200)
+    assert "# drift" in read("perflab-app", f"cat {dropin}"), "--check wrote the file back"
+    assert read("perflab-loadgen", f"stat -c %a {limits}").strip() == "600", "--check changed the mode"
+    assert read("perflab-db", f"cat {grouping}") == "", "--check wrote the grouping back"
+
     again = run_make("lab-up")
     assert again.returncode == 0, tail(again.stdout, 120)
     recap = play_recap(again.stdout)
@@ -56,20 +70,9 @@ def test_a_file_changed_on_a_host_is_put_back_by_the_next_lab_up(lab: str) -> No
     # The file and its exporter's restart on app and db; the mode on loadgen.
     assert changed == {"perflab-app": 2, "perflab-db": 2, "perflab-loadgen": 1}, \
         f"{changed}\n" + tail(again.stdout, 200)
-
-    def read(host: str, command: str) -> str:
-        return subprocess.run(["docker", "exec", host, "sh", "-c", command], capture_output=True, text=True,
-                              check=True).stdout
     assert "# drift" not in read("perflab-app", f"cat {dropin}")
     assert read("perflab-loadgen", f"stat -c %a {limits}").strip() == "644"
     assert "process_names" in read("perflab-db", f"cat {grouping}")
-
-
-def test_check_mode_on_a_converged_lab_changes_nothing(lab: str) -> None:
-    checked = run_make("lab-up", "ANSIBLE_ARGS=--check")
-    assert checked.returncode == 0, tail(checked.stdout, 120)
-    recap = play_recap(checked.stdout)
-    assert all(counters["changed"] == 0 for counters in recap.values()), recap
 
 
 def test_lab_status_names_every_host_and_tier(lab: str) -> None:
