@@ -3,10 +3,13 @@
 From what playbooks/bench.yml gathered (bench-inputs.json, db-sessions.json), the tool's raw
 output and what Prometheus saw over the measured window, it writes the run's files in order:
 context.json, observations.json, utilization.json, result.json (the tool's output parsed, as
-`perflab parse-<tool> --context` prints it), audit.json (the verdict), attribution.json (the
-limiting tier) and status.json `complete`, then prints the result, the verdict, the attribution
-and each tier's CPU seconds. A file it cannot read or parse stops it with one line (exit 4) before
-status.json changes: the run stays marked incomplete, with everything written so far kept.
+`perflab parse-<tool> --context` prints it), timeseries.json (vegeta: the run second by second,
+perflab.timeseries, from the results just parsed and the warm-up's), audit.json (the verdict),
+attribution.json (the limiting tier) and status.json `complete`, then prints the result, the
+verdict, the attribution and each tier's CPU seconds. A file it cannot read or parse stops it
+with one line (exit 4) before status.json changes: the run stays marked incomplete, with
+everything written so far kept. `perflab collect --timeseries RUN_DIR` writes timeseries.json
+alone, for a run collected before perflab wrote it.
 
 The parsing and judging helpers here are the ones `perflab parse-*` and `perflab audit` use.
 """
@@ -23,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perflab import attribution, audit, observe, vegeta, wrk2
+from perflab import attribution, audit, observe, timeseries, vegeta, wrk2
 from perflab.audit import DbSessions, Observations, Placement, TierCpu
 from perflab.model import (SCHEMA_VERSION, AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext,
                            RunResult, ScenarioRun, SchemaError)
@@ -104,19 +107,87 @@ def wrk2_result(files: Sequence[Path], tables: Sequence[Path], target_rate: floa
     return result, notes
 
 
-def vegeta_result(files: Sequence[Path], rates: Sequence[float], duration_s: float | None,
-                  target_rate: float) -> RunResult:
-    """vegeta results, one file per loadgen host at its share of the rate -> one run result."""
+def vegeta_attacks(files: Sequence[Path]) -> list[vegeta.Attack]:
+    """vegeta results, one file per loadgen host, parsed."""
     attacks = []
     for path in files:
         try:
             attacks.append(vegeta.parse(read_bytes(path)))
         except ParseError as exc:
             raise InputError(f"{path}: not usable vegeta results: {exc}") from None
+    return attacks
+
+
+def vegeta_result(files: Sequence[Path], rates: Sequence[float], duration_s: float | None,
+                  target_rate: float, attacks: Sequence[vegeta.Attack] | None = None) -> RunResult:
+    """vegeta results, one file per loadgen host at its share of the rate (or their attacks,
+    already parsed) -> one run result."""
+    if attacks is None:
+        attacks = vegeta_attacks(files)
     try:
         return vegeta.to_run_result(attacks, list(rates), duration_s, target_rate, names=list(map(str, files)))
     except ParseError as exc:
         raise InputError(str(exc)) from None
+
+
+def write_timeseries(run_dir: Path, files: Sequence[Path], rates: Sequence[float], duration_s: float,
+                     warmup_s: float, attacks: Sequence[vegeta.Attack] | None = None) -> str:
+    """timeseries.json of a vegeta run (perflab.timeseries): the measured phase from its results
+    (or their attacks, already parsed) and the warm-up from vegeta-warmup*.jsonl.gz beside them,
+    where the run has one; a warm-up that cannot be read is a note in the file, not a failure.
+    Says what it wrote."""
+    if attacks is None:
+        attacks = vegeta_attacks(files)
+    names = tuple(path.name for path in files)
+    measure = timeseries.PhaseInput("measure", tuple(attacks), tuple(rates), names, duration_s)
+    warmup, notes = None, []
+    warmup_files = [path.with_name(path.name.replace("vegeta-measure", "vegeta-warmup", 1)) for path in files]
+    series = None
+    if warmup_s > 0 and all(path.is_file() for path in warmup_files):
+        try:
+            warmup = timeseries.PhaseInput("warmup", tuple(vegeta_attacks(warmup_files)), tuple(rates),
+                                           tuple(path.name for path in warmup_files), warmup_s)
+            series = timeseries.from_vegeta(measure, warmup)
+        except (InputError, ParseError) as exc:
+            notes.append(f"The warm-up is not shown: {exc}")
+    if series is None:
+        try:
+            series = timeseries.from_vegeta(measure, None, notes)
+        except ParseError as exc:
+            raise InputError(str(exc)) from None
+    write(run_dir / timeseries.FILE_NAME, series.to_json())
+    measured = series.phase("measure")
+    assert measured is not None
+    warm = series.phase("warmup")
+    return (f"{timeseries.FILE_NAME}: {measured.seconds} s of the measured phase"
+            + (f", {warm.seconds} s of warm-up" if warm is not None else ", no warm-up"))
+
+
+def timeseries_of(run_dir: Path) -> str:
+    """`perflab collect --timeseries`: timeseries.json of a run already collected, from the files
+    bench-inputs.json names, else from result.json's (one loadgen host); says what it wrote."""
+    inputs_path = run_dir / "bench-inputs.json"
+    if inputs_path.exists():
+        try:
+            inputs = json.loads(read_text(inputs_path))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{inputs_path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+        run = inputs["run"]
+        tool, names = run["tool"], list(inputs["raw_files"])
+        rate, duration_s, warmup_s = float(run["scenario"]["rate"]), float(run["duration_s"]), float(run["warmup_s"])
+        rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(names)] * len(names)
+    else:
+        result_path = run_dir / "result.json"
+        try:
+            result = RunResult.from_json(read_text(result_path))
+        except SchemaError as exc:
+            raise InputError(f"{result_path}: not a perflab result: {exc}") from None
+        tool, names = result.tool, [result.raw_output or ""]
+        rates, duration_s = [result.target_rate], result.duration_s
+        warmup_s = result.scenario.warmup_s if result.scenario is not None else 0.0
+    if tool != "vegeta":
+        raise InputError(f"{run_dir}: a {tool} run: only vegeta keeps every request (wrk2 keeps a histogram)")
+    return write_timeseries(run_dir, [run_dir / name for name in names], rates, duration_s, warmup_s)
 
 
 def with_context(result: RunResult, context_text: str, where: Path) -> RunResult:
@@ -385,9 +456,14 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         result, notes = wrk2_result(files, [run_dir / name for name in inputs.get("percentile_files") or []], rate)
     else:
         host_rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(files)] * len(files)
-        result = vegeta_result(files, host_rates, float(run["duration_s"]), rate)
+        attacks = vegeta_attacks(files)
+        result = vegeta_result(files, host_rates, float(run["duration_s"]), rate, attacks)
     result = with_context(result, context_text, run_dir / "context.json")
     write(run_dir / "result.json", result.to_json() + "\n")
+    timeseries_note = ""
+    if run["tool"] != "wrk2":
+        timeseries_note = write_timeseries(run_dir, files, host_rates, float(run["duration_s"]),
+                                           float(run["warmup_s"]), attacks)
 
     verdict = audit.audit(result, observations)
     write(run_dir / "audit.json", json.dumps(audit_document(verdict), indent=2) + "\n")
@@ -404,6 +480,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         audit_text(verdict),
         attribution_text(found),
         utilization_note,
+        *([timeseries_note] if timeseries_note else []),
         f"CPU seconds in the measured phase by tier: {json.dumps({t: round(s, 3) for t, s in seconds.items()})}; "
         f"loadgen per 1000 requests: {loadgen_per_1000:.3f}",
     ])
@@ -418,19 +495,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sub = commands.add_parser(
         "collect", help="a bench run's files from what it gathered: context, observations, result, verdict, attribution",
         description="Write a bench run's context.json, observations.json, utilization.json, result.json, "
-                    "audit.json, attribution.json and status.json (complete) from its bench-inputs.json, the "
-                    "tool's raw output and Prometheus; print the result, the verdict and the attribution.",
+                    "timeseries.json (vegeta), audit.json, attribution.json and status.json (complete) from its "
+                    "bench-inputs.json, the tool's raw output and Prometheus; print the result, the verdict and the "
+                    "attribution. With --timeseries, write timeseries.json alone, for a run collected before "
+                    "perflab wrote it.",
         epilog="exit codes: 0 collected (whatever the verdict: status.json has it); 4 bad input (one line says "
                "which file and why; status.json is left as it was)",
     )
     sub.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="results/<run id>/ with bench-inputs.json")
     sub.add_argument("--prometheus", default=DEFAULT_URL, metavar="URL", help="the lab's Prometheus (lab_prometheus_url)")
+    sub.add_argument("--timeseries", action="store_true",
+                     help="write timeseries.json alone, from the raw results of a run already collected (vegeta)")
     sub.set_defaults(command=_collect)
 
 
 def _collect(args: argparse.Namespace) -> int:
     try:
-        print(collect(args.run_dir, args.prometheus))
+        print(timeseries_of(args.run_dir) if args.timeseries else collect(args.run_dir, args.prometheus))
     except InputError as exc:
         print(f"perflab collect: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,7 +1,7 @@
 """`perflab report`: one self-contained HTML page from a results directory.
 
 Reads every run directory (result.json, audit.json, status.json, observations.json,
-utilization.json, the raw tool output) and every sweep directory (sweep.json) under the results
+utilization.json, timeseries.json, the raw tool output) and every sweep directory (sweep.json) under the results
 directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/report.html:
 - side by side, per (scenario, asked rate, tool, resource profile): the app variants' corrected
   latency spectra on one chart with their verdicts, and a table of the same runs (achieved rate,
@@ -13,7 +13,12 @@ directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/rep
 - per scenario, throughput against p99 latency from sweeps;
 - per run, its latency spectrum (corrected; uncorrected dashed where the tool recorded it: wrk2
   -U, vegeta), each tier's CPU and memory over the measured phase, the verdict with every rule
-  and the limiting tier (attribution.json).
+  and the limiting tier (attribution.json);
+- per run, the run over time on one axis (seconds from the measured phase's start, the warm-up
+  before it shaded): per second, the answers that succeeded and failed and their corrected p50
+  and p99 (timeseries.json, which `perflab collect` computes once from vegeta's raw results:
+  perflab.timeseries), and the app's and the DB's busy cores every 5 s (utilization.json). wrk2
+  keeps no per-request record: its runs get the CPU alone, and a line that says so.
 An app is named by its variant everywhere (perflab.model.app_variant: MVC's threads, Quarkus'
 dispatch, the profile). Only judged runs (readable, with a verdict) are drawn; only runs judged
 VALID or WARN are compared: an INVALID run did not measure what it claims. A run without a
@@ -47,9 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from perflab import vegeta, wrk2
+from perflab import timeseries, vegeta, wrk2
 from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError, app_variant
-from perflab.report_charts import PALETTE, Axis, Chart, Series, render
+from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
 
 if TYPE_CHECKING:  # perflab.history reads the runs this module loads; render_page imports it at run time
     from perflab import history
@@ -118,6 +123,8 @@ class Run:
     app_max_rss_bytes: float | None = None
     utilization: Utilization | None = None
     utilization_missing: str | None = None  # why there is no utilization to draw
+    timeseries: timeseries.TimeSeries | None = None  # timeseries.json: the generator's figures per second
+    timeseries_missing: str | None = None  # why there is none (None: the tool keeps no per-request record)
     raw_output_ok: bool = False
     problems: list[str] = field(default_factory=list)
 
@@ -333,6 +340,17 @@ def _load_run(path: Path) -> Run:
     else:
         run.utilization_missing = "not recorded: no utilization.json (Prometheus had no data for this run)"
         run.problems.append("no utilization.json: no Prometheus data for this run; utilization not recorded")
+
+    if "timeseries.json" in names:
+        try:
+            run.timeseries = timeseries.TimeSeries.from_json(_text((path / "timeseries.json").read_bytes(),
+                                                                   "timeseries.json"))
+        except (OSError, ParseError, ValueError) as exc:
+            run.timeseries_missing = f"timeseries.json cannot be used ({_shorten(str(exc), 120)})"
+            run.problems.append(f"{run.timeseries_missing}; the run's per-second series are not shown")
+    elif run.result.tool == "vegeta":
+        run.timeseries_missing = ("not computed: the run was collected before perflab wrote timeseries.json; "
+                                  f"perflab collect --timeseries {path.name} computes it once from vegeta's raw results")
     return run
 
 
@@ -809,6 +827,110 @@ def _utilization_charts(run: Run) -> str:
     return '<div class="pair">' + "".join(render(c) for c in charts) + "</div>"
 
 
+# The run over time: the generator's per-second figures and the tiers' CPU on one axis
+CLOCK_TOLERANCE_S = 10.0  # utilization.json's window start against vegeta's t0: whole seconds, clock skew, Ansible's lag
+OVER_TIME_COLORS = {"ok": PALETTE[6], "errors": PALETTE[1], "p50": PALETTE[5], "p99": PALETTE[3]}
+WRK2_OVER_TIME = ("wrk2 keeps only a histogram, no per-request records: per-second throughput and latency need the "
+                  "apps' server-side histograms (issue 12, item 3).")
+CPU_NOTE = ("CPU: busy cores from utilization.json (Prometheus, each sample a rate over the scrapes before it), "
+            "over the measured phase only.")
+_GAP = (math.nan, math.nan)
+
+
+def _per_second(series: timeseries.TimeSeries, values: Callable[[timeseries.Phase], Sequence[float | None]],
+                scale: float = 1.0) -> tuple[tuple[float, float], ...]:
+    """One figure of every second of every phase at the middle of its second; a gap between phases
+    and where a second has no value."""
+    points: list[tuple[float, float]] = []
+    for phase in sorted(series.phases, key=lambda p: p.start_s):
+        if points:
+            points.append(_GAP)
+        points += [(phase.start_s + k + 0.5, math.nan if v is None else v * scale) for k, v in enumerate(values(phase))]
+    return tuple(points)
+
+
+def _cpu_panel(run: Run, origin: float) -> Panel | None:
+    """The app's and the DB's busy cores, each sample at its time on the run's axis."""
+    utilization = run.utilization
+    if utilization is None:
+        return None
+    series = []
+    for tier in ("app", "db"):
+        samples = utilization.tiers.get(tier)
+        if samples is None or not samples.busy_cores:
+            continue
+        cores = f" of {samples.allotted_cores:g} allotted" if samples.allotted_cores else ""
+        series.append(Series(f"{tier} CPU: busy cores{cores} (utilization.json)",
+                             tuple((t - origin, v) for t, v in samples.busy_cores), TIER_COLORS[tier]))
+    if not series:
+        return None
+    return Panel("cpu", Axis("CPU (busy cores)", "linear", minimum=0.0), tuple(series))
+
+
+def _over_time(run: Run) -> str:
+    """The run over time (module docstring): one chart, or one line that says why there is none."""
+    result = run.result
+    assert result is not None
+    utilization, series = run.utilization, run.timeseries
+    panels: list[Panel] = []
+    bands: list[Band] = []
+    notes: list[str] = []
+    if series is not None:
+        origin = series.origin_unix_s
+        ok = _per_second(series, lambda p: p.ok)
+        errors = _per_second(series, lambda p: p.errors)
+        total_errors = sum(sum(p.errors) + p.after_window_errors for p in series.phases)
+        panels.append(Panel(
+            "throughput", Axis("answers / s", "linear", minimum=0.0),
+            (Series("succeeded per second (achieved throughput)", ok, OVER_TIME_COLORS["ok"]),
+             Series(f"failed per second ({total_errors} in all)", errors, OVER_TIME_COLORS["errors"])),
+            horizontal_lines=((result.target_rate, f"asked {_fmt(result.target_rate)}/s"),)))
+        panels.append(Panel(
+            "latency", Axis("latency (ms, log scale)", "log"),
+            (Series("p50 of the second's answers (corrected)", _per_second(series, lambda p: p.p50_ms),
+                    OVER_TIME_COLORS["p50"]),
+             Series("p99 of the second's answers (corrected)", _per_second(series, lambda p: p.p99_ms),
+                    OVER_TIME_COLORS["p99"]))))
+        notes.append("Per second of the answers' end, from vegeta's raw results; latency corrected: measured from "
+                     "each request's scheduled send.")
+        warmup = series.phase("warmup")
+        if warmup is not None:
+            bands.append(Band(warmup.start_s, warmup.start_s + warmup.duration_s, "warm-up (not measured)"))
+        elif result.scenario is not None and result.scenario.warmup_s > 0:
+            notes.append(f"The {result.scenario.warmup_s:g} s warm-up is not shown: its raw results are not in the "
+                         "run directory.")
+        late = [(p, p.after_window_ok + p.after_window_errors) for p in series.phases]
+        notes += [f"{count} answer(s) of the {'warm-up' if p.phase == 'warmup' else 'measured phase'} ended after its "
+                  f"{p.duration_s:g} s window (up to {p.after_window_s:g} s after): not in its seconds."
+                  for p, count in late if count]
+        notes += list(series.notes)
+        if utilization is not None and abs(utilization.start - origin) > CLOCK_TOLERANCE_S:
+            notes.append(f"CPU not drawn here: utilization.json's window starts {utilization.start - origin:+,.0f} s "
+                         "from vegeta's measured phase (other clocks, or files of another run).")
+        else:
+            cpu = _cpu_panel(run, origin)
+            if cpu is not None:
+                panels.append(cpu)
+                notes.append(CPU_NOTE)
+    else:
+        if utilization is None:
+            why = WRK2_OVER_TIME if result.tool == "wrk2" else f"Per-second figures {run.timeseries_missing}."
+            return (f'<p class="not-recorded">Over time: nothing to draw. No utilization.json (Prometheus had no data '
+                    f"for this run). {_esc(why)}</p>")
+        cpu = _cpu_panel(run, utilization.start)
+        if cpu is None:
+            return '<p class="not-recorded">Over time: nothing to draw: utilization.json has no app or DB CPU.</p>'
+        panels.append(cpu)
+        notes += [CPU_NOTE,
+                  WRK2_OVER_TIME if result.tool == "wrk2" else f"Per-second figures {run.timeseries_missing}."]
+    chart = TimeChart(
+        title=f"{run.app}, {run.scenario} at {result.target_rate:g}/s, {result.tool}: over time",
+        x=Axis("seconds from the start of the measured phase", "linear"),
+        panels=tuple(panels), bands=tuple(bands), notes=tuple(notes), css_class="chart chart-timeseries",
+    )
+    return '<div class="over-time">' + render_time(chart) + "</div>"
+
+
 def _run_rows(runs: Sequence[Run]) -> str:
     rows = []
     for run in sorted(runs, key=lambda r: r.run_id, reverse=True):
@@ -867,6 +989,7 @@ def _run_section(run: Run, colors: dict[str, str]) -> str:
     if run.judged:
         parts.append('<div class="pair">' + _run_latency_chart(run, colors.get(run.app, PALETTE[0])) + "</div>")
         parts.append(_utilization_charts(run))
+        parts.append(_over_time(run))
     elif run.readable:
         parts.append('<p class="not-recorded">Not drawn: the run has no verdict.</p>')
     parts.append("</section>")
@@ -985,6 +1108,8 @@ svg text { font: 11px "DejaVu Sans", Arial, sans-serif; fill: #333; } svg .chart
 svg .plot-area { fill: #fbfbfb; stroke: #999; } svg .grid { stroke: #e4e4e4; }
 svg .series { fill: none; stroke-width: 1.8; } svg .reference { stroke: #a00000; stroke-dasharray: 3 3; }
 svg .reference-label { fill: #a00000; } .pair { display: flex; flex-wrap: wrap; }
+svg .band { fill: #000; fill-opacity: .09; } svg .band-label { fill: #555; font-style: italic; }
+.swatch.band { height: 10px; border-top: 0; background: rgba(0, 0, 0, .09); } .figure figcaption.wide { max-width: 920px; }
 """
 
 

@@ -234,3 +234,128 @@ def render(chart: Chart) -> str:
     )
     notes = "".join(f"<p class=\"note\">{_esc(n)}</p>" for n in chart.notes)
     return f'<figure class="figure">{"".join(parts)}<figcaption><ul class="legend">{legend}</ul>{notes}</figcaption></figure>'
+
+
+# ---------------------------------------------------------------------------------------------
+# Several quantities over one time axis: panels stacked, each with its own y axis
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One band of a TimeChart: its own y axis and series (a point whose y is NaN breaks a line)."""
+
+    name: str  # the <g class="panel" data-panel=...> it is drawn in
+    y: Axis
+    series: tuple[Series, ...]
+    horizontal_lines: tuple[tuple[float, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Band:
+    """A shaded span of the time axis across every panel, e.g. the warm-up."""
+
+    start: float
+    end: float
+    label: str
+
+
+@dataclass(frozen=True)
+class TimeChart:
+    title: str
+    x: Axis
+    panels: tuple[Panel, ...]
+    bands: tuple[Band, ...] = ()
+    width: int = 920
+    panel_height: int = 120
+    css_class: str = "chart"
+    notes: tuple[str, ...] = field(default=())
+
+
+_PANEL_GAP = 14
+_TIME_MARGIN_LEFT = 76
+
+
+def _segments(points: Sequence[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """The runs of finite points: a NaN (no value in that interval) ends a line."""
+    segments: list[list[tuple[float, float]]] = [[]]
+    for x, y in points:
+        if math.isfinite(x) and math.isfinite(y):
+            segments[-1].append((x, y))
+        elif segments[-1]:
+            segments.append([])
+    return [s for s in segments if s]
+
+
+def render_time(chart: TimeChart) -> str:
+    """The chart as a <figure>: one SVG with the panels stacked on the shared time axis (its ticks
+    and title under the last panel), the bands shaded across all, then an HTML legend."""
+    width = chart.width
+    plot_left, plot_right = _TIME_MARGIN_LEFT, width - _MARGIN_RIGHT
+    height = _MARGIN_TOP + len(chart.panels) * (chart.panel_height + _PANEL_GAP) - _PANEL_GAP + _MARGIN_BOTTOM
+    xs = [x for p in chart.panels for s in p.series for x, _ in s.points] + [
+        v for b in chart.bands for v in (b.start, b.end)]
+    x_scale = _Scale(chart.x, xs, (plot_left, plot_right))
+    plot_top = _MARGIN_TOP
+    plot_bottom = height - _MARGIN_BOTTOM
+    parts = [
+        f'<svg class="{_esc(chart.css_class)}" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(chart.title)}">',
+        f"<title>{_esc(chart.title)}</title>",
+        f'<text class="chart-title" x="{plot_left}" y="18">{_esc(chart.title)}</text>',
+    ]
+    for index, panel in enumerate(chart.panels):
+        top = _MARGIN_TOP + index * (chart.panel_height + _PANEL_GAP)
+        bottom = top + chart.panel_height
+        ys = [y for s in panel.series for _, y in s.points] + [y for y, _ in panel.horizontal_lines]
+        y_scale = _Scale(panel.y, ys, (bottom, top))
+        parts.append(f'<g class="panel" data-panel="{_esc(panel.name)}">')
+        parts.append(f'<rect class="plot-area" x="{plot_left}" y="{top}" width="{plot_right - plot_left}" '
+                     f'height="{chart.panel_height}"/>')
+        for band in chart.bands:
+            left, right = (max(plot_left, min(plot_right, x_scale(v))) for v in (band.start, band.end))
+            parts.append(f'<rect class="band" x="{left:.1f}" y="{top}" width="{max(0.0, right - left):.1f}" '
+                         f'height="{chart.panel_height}"><title>{_esc(band.label)}</title></rect>')
+            if index == 0:
+                parts.append(f'<text class="band-label" x="{left + 4:.1f}" y="{top + 12}">{_esc(band.label)}</text>')
+        for pixel, _ in x_scale.ticks():
+            parts.append(f'<line class="grid" x1="{pixel:.1f}" y1="{top}" x2="{pixel:.1f}" y2="{bottom}"/>')
+        for pixel, label in y_scale.ticks():
+            parts.append(f'<line class="grid" x1="{plot_left}" y1="{pixel:.1f}" x2="{plot_right}" y2="{pixel:.1f}"/>')
+            parts.append(f'<text class="tick y" x="{plot_left - 4}" y="{pixel + 4:.1f}" text-anchor="end">'
+                         f"{_esc(label)}</text>")
+        parts.append(f'<text class="axis-title" transform="translate(14 {(top + bottom) / 2:.1f}) rotate(-90)" '
+                     f'text-anchor="middle">{_esc(panel.y.title)}</text>')
+        for value, label in panel.horizontal_lines:
+            if y_scale.usable(value):
+                pixel = y_scale(value)
+                parts.append(f'<line class="reference" x1="{plot_left}" y1="{pixel:.1f}" x2="{plot_right}" '
+                             f'y2="{pixel:.1f}"/><text class="reference-label" x="{plot_right - 4}" '
+                             f'y="{pixel - 4:.1f}" text-anchor="end">{_esc(label)}</text>')
+        for series in panel.series:
+            usable = [(x, y) if x_scale.usable(x) and y_scale.usable(y) else (math.nan, math.nan)
+                      for x, y in series.points]
+            dash = ' stroke-dasharray="6 4"' if series.dashed else ""
+            for segment in _segments(usable):
+                if len(segment) == 1:  # a value alone between two gaps: a dot, a line would have no length
+                    x, y = segment[0]
+                    parts.append(f'<circle class="dot" cx="{x_scale(x):.1f}" cy="{y_scale(y):.1f}" r="2.5" '
+                                 f'fill="{series.color}"><title>{_esc(series.label)}: {x:g}, {y:g}</title></circle>')
+                    continue
+                path = " ".join(f"{x_scale(x):.1f},{y_scale(y):.1f}" for x, y in segment)
+                parts.append(f'<polyline class="series" points="{path}" stroke="{series.color}"{dash}>'
+                             f"<title>{_esc(series.label)}</title></polyline>")
+        parts.append("</g>")
+    for pixel, label in x_scale.ticks():
+        parts.append(f'<text class="tick x" x="{pixel:.1f}" y="{plot_bottom + 14}" text-anchor="middle">'
+                     f"{_esc(label)}</text>")
+    parts.append(f'<text class="axis-title" x="{(plot_left + plot_right) / 2:.1f}" y="{height - 6}" '
+                 f'text-anchor="middle">{_esc(chart.x.title)}</text>')
+    parts.append("</svg>")
+    legend = "".join(
+        f'<li><span class="swatch{" dashed" if s.dashed else ""}" style="border-color:{s.color}"></span>'
+        f"{_esc(s.label)}</li>"
+        for p in chart.panels for s in p.series
+    ) + "".join(f'<li><span class="swatch band"></span>{_esc(b.label)}</li>' for b in chart.bands)
+    notes = "".join(f'<p class="note">{_esc(n)}</p>' for n in chart.notes)
+    return (f'<figure class="figure">{"".join(parts)}<figcaption class="wide"><ul class="legend">{legend}</ul>'
+            f"{notes}</figcaption></figure>")

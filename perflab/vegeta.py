@@ -30,6 +30,7 @@ What vegeta does and what follows from it:
 from __future__ import annotations
 
 import calendar
+import functools
 import gzip
 import json
 import math
@@ -194,15 +195,23 @@ def _timestamp_ns(value: object, where: str) -> int:
     match = _TIMESTAMP.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise ParseError(f"{where}: timestamp should be an RFC 3339 time, found {value!r}")
-    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] and hour < 24
-            and minute < 60 and second < 60):
+    seconds = _epoch_s(*match.group(1, 2, 3, 4, 5, 6, 8))
+    if seconds is None:
         raise ParseError(f"{where}: timestamp {value!r} is not a valid time")
-    zone = match.group(8)
-    offset_s = 0 if zone == "Z" else (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
-    seconds = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)) - offset_s
     fraction = (match.group(7) or "").ljust(9, "0")
     return seconds * 1_000_000_000 + int(fraction)
+
+
+@functools.lru_cache(maxsize=4096)
+def _epoch_s(year_: str, month_: str, day_: str, hour_: str, minute_: str, second_: str, zone: str) -> int | None:
+    """Unix seconds of one whole second of a timestamp, None when it is no valid time: computed once
+    per second of a run, not once per request (a run's requests share their seconds)."""
+    year, month, day, hour, minute, second = (int(g) for g in (year_, month_, day_, hour_, minute_, second_))
+    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] and hour < 24
+            and minute < 60 and second < 60):
+        return None
+    offset_s = 0 if zone == "Z" else (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)) - offset_s
 
 
 def error_kind(result: Result) -> str | None:
@@ -224,6 +233,7 @@ class _Schedule:
     corrected_ms: list[float]
     uncorrected_ms: list[float]
     max_seq: int
+    start_ns: float  # t0: the attack's start, ns since the Unix epoch
 
 
 def _schedule(attack: Attack, rate: float, where: str) -> _Schedule:
@@ -244,7 +254,16 @@ def _schedule(attack: Attack, rate: float, where: str) -> _Schedule:
         corrected_ms=[_ms(r.latency_ns + (delay - start)) for r, delay in zip(attack.results, lag)],
         uncorrected_ms=[_ms(r.latency_ns) for r in attack.results],
         max_seq=attack.results[-1].seq,
+        start_ns=base + start,
     )
+
+
+def corrected(attack: Attack, rate: float, where: str = "") -> tuple[float, list[float]]:
+    """The attack's start t0 (ns since the Unix epoch, estimated as above) and every result's
+    corrected latency in ms, in the attack's order: the definition to_run_result uses, for a
+    reader that needs it per request (perflab.timeseries). `where` prefixes a ParseError."""
+    schedule = _schedule(attack, rate, where)
+    return schedule.start_ns, schedule.corrected_ms
 
 
 def _ms(ns: float) -> float:

@@ -4,8 +4,13 @@ written by perflab.sweep from the run directories; plus the bad input a results 
 in practice (an empty directory, a run cut short, corrupt files).
 
 Sources: the wrk2 and vegeta fixtures of tests/unit/fixtures (real outputs of local servers),
-and fixtures/vegeta-quarkus-zipcodes-500rps (a run of the local lab: its context, observations
-and utilization.json, with vegeta's output; its README says where each comes from). The
+fixtures/vegeta-quarkus-zipcodes-500rps (a run of the local lab: its context, observations
+and utilization.json, with vegeta's output; its README says where each comes from) and
+fixtures/vegeta-zipcodes-warmup-200rps (vegeta's warm-up and measured phase against a local
+stand-in, with the stand-in's CPU as utilization.json on the same clock). As `perflab collect`
+does for every vegeta run now, timeseries.json is written beside vegeta's results (`perflab
+collect --timeseries`), except for the lab run, which predates it. The wrk2 run WRK2_OVER_TIME
+borrows the lab run's utilization.json, the only one of a lab run at hand. The
 contexts of the fixture runs borrow real deploy figures (start to first request) from lab runs;
 their latency is the fixtures' own. The runs side by side (SIDE_BY_SIDE: three apps and a variant
 at one scenario, rate and tool) also borrow, as their observations, the app's busy cores and max
@@ -51,6 +56,9 @@ class FixtureRun:
     duration_s: float = 20.0  # the measured phase: vegeta's -duration (its output does not carry it)
     table: Path | None = None  # wrk2: the run's percentile table, kept beside its text as the bench does
     observed: tuple[float, float] | None = None  # the app's busy cores over the phase, its max RSS in bytes
+    warmup: Path | None = None  # vegeta: the warm-up's results, kept beside the measured phase's as the bench does
+    warmup_s: float = 10.0
+    utilization: Path | None = None  # utilization.json
 
 
 GOOD_RUNS = (
@@ -66,6 +74,14 @@ GOOD_RUNS = (
                UNIT_FIXTURES / "vegeta" / "vegeta-behind-1worker-100rps.jsonl.gz",
                "vegeta", 100, "spring-mvc", "greeting", 9639.0, (("PERFLAB_THREADS", "virtual"),), duration_s=3.0),
 )
+WARMUP_RUN_DIR = HERE / "fixtures" / "vegeta-zipcodes-warmup-200rps"
+# 10 s at 200 req/s after a 5 s warm-up, the app's CPU on the same clock (fixtures/README.md).
+WARMUP_RUN = FixtureRun("20260105T100000Z-quarkus-zipcodes", WARMUP_RUN_DIR / "vegeta-measure.jsonl.gz", "vegeta",
+                        200, "quarkus", "zipcodes", 6581.0, duration_s=10.0,
+                        warmup=WARMUP_RUN_DIR / "vegeta-warmup.jsonl.gz", warmup_s=5.0,
+                        utilization=WARMUP_RUN_DIR / "utilization.json")
+# The wrk2 run of GOOD_RUNS with the lab run's utilization.json: its CPU over time.
+WRK2_OVER_TIME = 1
 # A wrk2 run with the percentile table the bench keeps beside its text.
 TABLE_RUN = FixtureRun("20260102T105000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-steady-1000rps.txt",
                        "wrk2", 1000, "quarkus", "greeting", 6581.0,
@@ -120,9 +136,13 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
     if run.table is not None:
         shutil.copyfile(run.table, run_dir / "wrk2-measure-percentiles.json")
         extra += ["--percentiles", run_dir / "wrk2-measure-percentiles.json"]
+    if run.warmup is not None:
+        shutil.copyfile(run.warmup, run_dir / "vegeta-warmup.jsonl.gz")
+    if run.utilization is not None:
+        shutil.copyfile(run.utilization, run_dir / "utilization.json")
     context = RunContext(
         started_at=f"{run.run_id[:4]}-{run.run_id[4:6]}-{run.run_id[6:8]}T{run.run_id[9:11]}:{run.run_id[11:13]}:00Z",
-        scenario=ScenarioRun(name=run.scenario, rate=run.rate, duration_s=run.duration_s, warmup_s=10.0),
+        scenario=ScenarioRun(name=run.scenario, rate=run.rate, duration_s=run.duration_s, warmup_s=run.warmup_s),
         app=AppSettings(name=run.app, profile="default", environment=dict(run.environment),
                         start_to_first_request_ms=run.start_to_first_request_ms),
         raw_output=raw_name,
@@ -139,6 +159,9 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
             "schema_version": 1, "app_max_rss_bytes": max_rss_bytes,
             "app_cpu": {"busy_cores": busy_cores, "allotted_cores": 1, "window_s": run.duration_s}}))
     _complete(run_dir, parsed.stdout, observations)
+    if run.tool == "vegeta":
+        written = perflab("collect", "--timeseries", run_dir)
+        assert written.returncode == 0, written.stderr
     return run_dir
 
 
@@ -247,8 +270,10 @@ def add_bad_input(results: Path) -> None:
 def full_results(results: Path) -> Path:
     """Every kind of run and a sweep, and every kind of bad input."""
     add_lab_run(results)
-    for run in GOOD_RUNS:
-        add_fixture_run(results, run)
+    for index, run in enumerate(GOOD_RUNS):
+        add_fixture_run(results, replace(run, utilization=LAB_RUN / "utilization.json") if index == WRK2_OVER_TIME
+                        else run)
+    add_fixture_run(results, WARMUP_RUN)
     run_dir = results / GOOD_RUNS[0].run_id  # the app's own max RSS, as perflab.observe records it
     observations = {"schema_version": 1, "app_max_rss_bytes": QUARKUS_MAX_RSS_BYTES}
     _write(run_dir / "observations.json", json.dumps(observations))

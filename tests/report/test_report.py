@@ -3,11 +3,17 @@ every kind of bad input; what it prints, its exit code, and what the page says."
 
 from __future__ import annotations
 
+import datetime
+import gzip
+import html
 import json
+import math
 import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,7 +22,7 @@ import pytest
 from perflab import report
 
 from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, \
-    TABLE_RUN, add_fixture_run, full_results, good_results, perflab
+    TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, full_results, good_results, perflab
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,14 +72,15 @@ def test_bad_input_one_line_each_on_stderr_and_in_the_page(full: Path, full_repo
     for directory, message in BAD_INPUT.items():
         assert any(p.startswith(f"{directory}: {message}") for p in problems), (directory, message, problems)
     # The runs without Prometheus data (the wrk2 and vegeta fixture runs) each say so; the lab run has it.
-    for run in GOOD_RUNS:
-        assert f"{run.run_id}: no utilization.json: no Prometheus data for this run; utilization not recorded" in problems
+    for index, run in enumerate(GOOD_RUNS):
+        missing = f"{run.run_id}: no utilization.json: no Prometheus data for this run; utilization not recorded"
+        assert (missing in problems) == (index != WRK2_OVER_TIME)
     assert not any(p.startswith(LAB_RUN_ID) for p in problems)
     _, text = _page(full)
     assert [" ".join(t.split()) for t in text.by_class["problem"][: len(problems)]] == problems
 
 
-JUDGED = [LAB_RUN_ID, *(r.run_id for r in GOOD_RUNS), *(r.run_id for r in SIDE_BY_SIDE)]
+JUDGED = [LAB_RUN_ID, *(r.run_id for r in GOOD_RUNS), *(r.run_id for r in SIDE_BY_SIDE), WARMUP_RUN.run_id]
 # Every complete run directory that must never be drawn: no verdict, or its files cannot be read.
 NOT_JUDGED = {
     **SIDE_BY_SIDE_LEFT_OUT,
@@ -84,7 +91,7 @@ NOT_JUDGED = {
 
 def test_the_report_still_shows_every_good_run(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
     assert full_report.stdout.strip() == (
-        f"{full / 'report.html'}: 19 runs (4 VALID or WARN), 1 sweeps, {len(full_report.stderr.splitlines())} problems")
+        f"{full / 'report.html'}: 20 runs (5 VALID or WARN), 1 sweeps, {len(full_report.stderr.splitlines())} problems")
     page, text = _page(full)
     for run_id in JUDGED:
         assert f'id="run-{run_id}"' in page
@@ -99,9 +106,13 @@ def test_the_report_still_shows_every_good_run(full: Path, full_report: subproce
     assert re.search(r'<polyline class="series" points="[^"]+" stroke="#[0-9a-f]+" stroke-dasharray="6 4">'
                      r"<title>uncorrected \(from the actual send\); max [^<]*</title>", overloaded)
     # One side-by-side chart per (scenario, rate, tool, profile) with a judged run.
-    assert page.count('class="chart chart-side-by-side"') == 6
+    assert page.count('class="chart chart-side-by-side"') == 7
     assert page.count('class="chart chart-sweep"') == 1
-    assert page.count('class="chart chart-cpu"') == 1 and page.count('class="chart chart-memory"') == 1
+    # Utilization: the lab run, the vegeta run recorded with its app's CPU, and the wrk2 run given the lab's.
+    assert page.count('class="chart chart-cpu"') == 3 and page.count('class="chart chart-memory"') == 3
+    # Over time: every judged vegeta run, and the wrk2 run with utilization.json; the other wrk2 runs say why not.
+    assert page.count('class="chart chart-timeseries"') == len(OVER_TIME_CHARTS)
+    assert page.count('<p class="not-recorded">Over time: nothing to draw.') == len(JUDGED) - len(OVER_TIME_CHARTS)
     assert "Per-tier utilization not recorded: no utilization.json" in page
 
 
@@ -401,3 +412,202 @@ def test_make_report_over_200_run_directories_within_5_s(full: Path, tmp_path: P
         print(f"\nmake report over {RUNS_FOR_TIMING} run directories and 1 sweep: {elapsed:.2f} s "
               f"(limit {MAX_BUILD_S:g} s)")
     assert elapsed < MAX_BUILD_S
+
+
+# ---------------------------------------------------------------------------------------------
+# The run over time
+
+
+# The judged runs with a chart over time: every vegeta run, and the wrk2 run with utilization.json.
+OVER_TIME_CHARTS = [LAB_RUN_ID, GOOD_RUNS[2].run_id, GOOD_RUNS[WRK2_OVER_TIME].run_id, GOOD_RUNS[4].run_id,
+                    *(r.run_id for r in SIDE_BY_SIDE), WARMUP_RUN.run_id]
+SUCCEEDED = "succeeded per second (achieved throughput)"
+P99 = "p99 of the second's answers (corrected)"
+
+
+def _tick_value(label: str) -> float:
+    """A tick label back to its number: "1.5k" -> 1500."""
+    for suffix, factor in (("k", 1e3), ("M", 1e6)):
+        if label.endswith(suffix):
+            return float(label[:-1]) * factor
+    return float(label)
+
+
+def _axis(ticks: list[tuple[float, float]], log: bool = False) -> Callable[[float], float]:
+    """Pixel -> value along one axis, from its first and last ticks (pixel, value), as a reader reads it."""
+    (p0, v0), (p1, v1) = ticks[0], ticks[-1]
+    if log:
+        v0, v1 = math.log10(v0), math.log10(v1)
+    return lambda pixel: (lambda v: 10.0 ** v if log else v)(v0 + (pixel - p0) * (v1 - v0) / (p1 - p0))
+
+
+@dataclass
+class OverTime:
+    """A chart over time read back from its SVG: per panel, each series' (second, value) points."""
+
+    panels: dict[str, dict[str, list[tuple[float, float]]]]
+    bands: list[tuple[float, float]]  # in seconds
+    notes: list[str]
+    legend: list[str]
+
+
+def _over_time_chart(page: str, run_id: str) -> OverTime:
+    section = _run_html(page, run_id)
+    (figure,) = re.findall(r'<figure class="figure"><svg class="chart chart-timeseries".*?</figure>', section)
+    x_ticks = [(float(px), _tick_value(label))
+               for px, label in re.findall(r'<text class="tick x" x="([-\d.]+)"[^>]*>([^<]+)</text>', figure)]
+    x_of = _axis(x_ticks)
+    panels: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for name, body in re.findall(r'<g class="panel" data-panel="([^"]+)">(.*?)</g>', figure):
+        y_ticks = [(float(py) - 4, _tick_value(label))
+                   for py, label in re.findall(r'<text class="tick y" x="[-\d.]+" y="([-\d.]+)"[^>]*>([^<]+)</text>', body)]
+        y_of = _axis(y_ticks, log=name == "latency")
+        series: dict[str, list[tuple[float, float]]] = {}
+        for points, label in re.findall(r'<polyline class="series" points="([^"]+)"[^>]*><title>([^<]+)</title>', body):
+            series.setdefault(html.unescape(label), []).extend(
+                (x_of(float(x)), y_of(float(y))) for x, y in (pair.split(",") for pair in points.split()))
+        for cx, cy, label in re.findall(r'<circle class="dot" cx="([-\d.]+)" cy="([-\d.]+)"[^>]*><title>([^<:]+):', body):
+            series.setdefault(html.unescape(label), []).append((x_of(float(cx)), y_of(float(cy))))
+        panels[name] = {label: sorted(points) for label, points in series.items()}
+    bands = [(x_of(float(x)), x_of(float(x) + float(width))) for x, width in
+             re.findall(r'<rect class="band" x="([-\d.]+)" y="[-\d.]+" width="([-\d.]+)"', figure)]
+    notes = [html.unescape(n) for n in re.findall(r'<p class="note">([^<]*)</p>', figure)]
+    legend = [html.unescape(item) for item in re.findall(r"</span>([^<]*)</li>", figure)]
+    return OverTime(panels, sorted(set(bands)), notes, legend)
+
+
+def test_a_vegeta_run_over_time_second_by_second_with_its_warm_up(
+        full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
+    """200 req/s for 10 s after a 5 s warm-up and 7 s at rest (fixtures/README.md): ten points near 200
+    answers a second, five in the shaded warm-up 12 s before, and the app's CPU at its samples' times."""
+    page, _ = _page(full)
+    chart = _over_time_chart(page, WARMUP_RUN.run_id)
+    assert list(chart.panels) == ["throughput", "latency", "cpu"]
+    succeeded = chart.panels["throughput"][SUCCEEDED]
+    measured = [(x, y) for x, y in succeeded if x > 0]
+    warmup = [(x, y) for x, y in succeeded if x < 0]
+    assert [round(x, 1) for x, _ in measured] == [k + 0.5 for k in range(10)]
+    assert all(abs(y - 200) <= 2 for _, y in measured), measured
+    assert len(warmup) == 5 and all(abs(y - 200) <= 2 for _, y in warmup), warmup
+    # vegeta's own report of the phase: 2000 requests, all 200; the seconds hold every one of them.
+    assert "Status Codes  [code:count]                      200:2000" in (
+        Path(WARMUP_RUN.raw).with_name("vegeta-measure.txt").read_text())
+    stored = json.loads((full / WARMUP_RUN.run_id / "timeseries.json").read_text())
+    measure = next(p for p in stored["phases"] if p["phase"] == "measure")
+    assert sum(measure["ok"]) + measure["after_window_ok"] == 2000 and not any(measure["errors"])
+    assert all(y == pytest.approx(0, abs=1) for _, y in chart.panels["throughput"]["failed per second (0 in all)"])
+    # The warm-up, shaded: its 5 s window, 7 s at rest and the measured phase's targets before 0.
+    ((start, end),) = chart.bands
+    assert start == pytest.approx(-12.06, abs=0.1) and end == pytest.approx(start + 5, abs=0.05)
+    assert all(start < x < end for x, _ in warmup)
+    assert "warm-up (not measured)" in chart.legend
+    # p50 and p99 every second; in the measured phase each p99 is at most the run's corrected max.
+    p50, p99 = chart.panels["latency"]["p50 of the second's answers (corrected)"], chart.panels["latency"][P99]
+    assert len(p50) == len(p99) == 15 and all(low <= high * 1.02 for (_, low), (_, high) in zip(p50, p99))
+    corrected_max = json.loads((full / WARMUP_RUN.run_id / "result.json").read_text())["latency_corrected"]["max_ms"]
+    assert all(0.5 < y <= corrected_max * 1.02 for x, y in p99 if x > 0) and all(y < 50 for _, y in p99)
+    # The app's CPU where utilization.json puts it on vegeta's clock: 5 s apart from the measured phase's start.
+    utilization = json.loads((full / WARMUP_RUN.run_id / "utilization.json").read_text())
+    expected = [(t - stored["origin_unix_s"], v) for t, v in utilization["tiers"]["app"]["busy_cores"]]
+    (cpu,) = chart.panels["cpu"].values()
+    assert [round(x, 1) for x, _ in cpu] == [round(x, 1) for x, _ in expected] == [0.0, 5.0, 10.0]
+    assert [y for _, y in cpu] == pytest.approx([v for _, v in expected], abs=0.002)
+    assert chart.notes[0] == ("Per second of the answers' end, from vegeta's raw results; latency corrected: "
+                              "measured from each request's scheduled send.")
+
+
+def test_a_1_s_freeze_shows_as_a_p99_spike_in_the_second_it_ends(
+        full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
+    """The stand-in stops answering 1.5 s after the first request, for 1 s (vegeta-freeze-1s-200rps): second 1
+    gets half its answers, second 2 the backlog with a p99 near 1 s; the seconds around it stay fast."""
+    page, _ = _page(full)
+    chart = _over_time_chart(page, SIDE_BY_SIDE[0].run_id)
+    succeeded = chart.panels["throughput"][SUCCEEDED]
+    assert [round(x, 1) for x, _ in succeeded] == [0.5, 1.5, 2.5, 3.5]
+    assert [y for _, y in succeeded] == pytest.approx([200, 101, 299, 200], abs=1.5)
+    p99 = [y for _, y in chart.panels["latency"][P99]]
+    assert p99[2] == pytest.approx(984.3, rel=0.02)
+    assert max(p99[:2] + p99[3:]) < 15
+    # The second it ends, from vegeta's raw fields alone: the slowest answer (vegeta's own latency)
+    # ended 2.x s after the first request was sent.
+    lines = [json.loads(line) for line in gzip.decompress(SIDE_BY_SIDE[0].raw.read_bytes()).splitlines()]
+    sent = [_unix_ns(r["timestamp"]) for r in lines]
+    slowest = max(range(len(lines)), key=lambda i: lines[i]["latency"])
+    assert int((sent[slowest] + lines[slowest]["latency"] - min(sent)) // 1_000_000_000) == 2
+    assert lines[slowest]["latency"] > 900_000_000  # vegeta's own latency of it: the freeze
+
+
+def _unix_ns(stamp: str) -> int:
+    whole, fraction = stamp.rstrip("Z").split(".")
+    seconds = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc).timestamp()
+    return int(seconds) * 1_000_000_000 + int(fraction.ljust(9, "0"))
+
+
+def test_a_wrk2_run_over_time_shows_the_cpu_and_says_why_no_latency(
+        full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
+    page, _ = _page(full)
+    chart = _over_time_chart(page, GOOD_RUNS[WRK2_OVER_TIME].run_id)
+    assert list(chart.panels) == ["cpu"]
+    assert sorted(chart.panels["cpu"]) == ["app CPU: busy cores of 1 allotted (utilization.json)",
+                                          "db CPU: busy cores of 1 allotted (utilization.json)"]
+    utilization = json.loads((full / GOOD_RUNS[WRK2_OVER_TIME].run_id / "utilization.json").read_text())
+    app = chart.panels["cpu"]["app CPU: busy cores of 1 allotted (utilization.json)"]
+    assert len(app) == len(utilization["tiers"]["app"]["busy_cores"])
+    assert max(y for _, y in app) == pytest.approx(max(v for _, v in utilization["tiers"]["app"]["busy_cores"]),
+                                                   abs=0.01)
+    assert chart.notes.count(report.WRK2_OVER_TIME) == 1
+    assert report.WRK2_OVER_TIME == ("wrk2 keeps only a histogram, no per-request records: per-second throughput and "
+                                     "latency need the apps' server-side histograms (issue 12, item 3).")
+    # A wrk2 run without utilization.json: one line, no chart.
+    section = _run_html(page, GOOD_RUNS[0].run_id)
+    assert "chart-timeseries" not in section
+    assert html.escape(report.WRK2_OVER_TIME, quote=True) in section
+
+
+def test_no_chart_over_time_for_a_run_not_judged(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
+    """Not even for the run without a verdict that has its timeseries.json."""
+    page, _ = _page(full)
+    assert (full / "20260104T103000Z-spring-webflux-greeting" / "timeseries.json").is_file()
+    for run_id in NOT_JUDGED:
+        section = _run_html(page, run_id)
+        assert "chart-timeseries" not in section and "Over time" not in section, run_id
+
+
+def test_a_run_collected_before_timeseries_json_gets_its_cpu_and_the_command(
+        full: Path, full_report: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
+    """The lab run predates timeseries.json: its CPU over time and the command that computes its seconds once;
+    after it, its 60 seconds, and no CPU on vegeta's axis: its vegeta results were recorded 2.4 days after
+    the lab run whose utilization.json it has (fixtures/README.md)."""
+    page, _ = _page(full)
+    chart = _over_time_chart(page, LAB_RUN_ID)
+    assert list(chart.panels) == ["cpu"]
+    assert (f"Per-second figures not computed: the run was collected before perflab wrote timeseries.json; "
+            f"perflab collect --timeseries {LAB_RUN_ID} computes it once from vegeta's raw results.") in chart.notes
+    run_dir = tmp_path / LAB_RUN_ID
+    shutil.copytree(full / LAB_RUN_ID, run_dir)
+    done = perflab("collect", "--timeseries", run_dir)
+    assert (done.returncode, done.stdout) == (0, "timeseries.json: 60 s of the measured phase, no warm-up\n"), done.stderr
+    assert perflab("report", "--results", tmp_path).returncode == 0
+    chart = _over_time_chart((tmp_path / "report.html").read_text(encoding="utf-8"), LAB_RUN_ID)
+    assert list(chart.panels) == ["throughput", "latency"]
+    succeeded = chart.panels["throughput"][SUCCEEDED]
+    assert len(succeeded) == 60
+    # The stand-in kept up with about 368 a second of the 500 asked, every second after the first.
+    assert all(300 < y < 420 for _, y in succeeded[1:])
+    result = json.loads((run_dir / "result.json").read_text())
+    stored = json.loads((run_dir / "timeseries.json").read_text())["phases"][0]
+    assert sum(stored["ok"]) + stored["after_window_ok"] == result["requests"] == 22064
+    assert any(note.startswith("CPU not drawn here: utilization.json's window starts -207,") for note in chart.notes)
+    assert "The 30 s warm-up is not shown: its raw results are not in the run directory." in chart.notes
+
+
+def test_an_unusable_timeseries_json_is_one_problem_and_the_run_is_still_drawn(tmp_path: Path) -> None:
+    run_dir = add_fixture_run(tmp_path, SIDE_BY_SIDE[0])
+    (run_dir / "timeseries.json").write_text('{"schema_version": 1, "phases": [{"phase": "measure"')
+    done = perflab("report", "--results", tmp_path)
+    assert done.returncode == report.EXIT_WRITTEN_WITH_PROBLEMS
+    assert (f"perflab: report: {SIDE_BY_SIDE[0].run_id}: timeseries.json cannot be used (not JSON (line 1: "
+            "Expecting ',' delimiter): corrupt or cut short); the run's per-second series are not shown") in done.stderr
+    section = _run_html((tmp_path / "report.html").read_text(encoding="utf-8"), SIDE_BY_SIDE[0].run_id)
+    assert 'class="chart chart-latency"' in section and "chart-timeseries" not in section
+    assert "Per-second figures timeseries.json cannot be used" in section

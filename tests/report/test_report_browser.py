@@ -1,5 +1,6 @@
 """The report in a real browser (Debian's chromium, headless): it opens with no console error,
-its charts are drawn and visible, and a screenshot is kept in build/test-artifacts/report.png.
+its charts are drawn and visible, and screenshots are kept in build/test-artifacts: report.png
+(the top of the page) and report-over-time.png (a vegeta run's section, with its chart over time).
 The checker itself is shown to fail on pages with a console error, an uncaught exception, and a
 request the report's Content-Security-Policy refuses."""
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .builder import full_results, perflab
+from .builder import WARMUP_RUN, full_results, perflab
 from .chromium import visit
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -49,10 +50,12 @@ def test_report_opens_without_console_errors_and_draws_its_charts(report_page: P
     # an INVALID variant), then one chart per other (scenario, rate, tool, profile) with a judged run.
     side_by_side = [c for c in charts if c["kind"] == "chart chart-side-by-side"]
     assert charts[0]["kind"] == "chart chart-side-by-side" and len(charts[0]["lines"]) == 4
-    assert len(side_by_side) == 6
-    assert kinds.count("chart chart-latency") == 9  # one per judged run, none for the five left out
+    assert len(side_by_side) == 7
+    assert kinds.count("chart chart-latency") == 10  # one per judged run, none for the five left out
     assert kinds.count("chart chart-sweep") == 1
-    assert kinds.count("chart chart-cpu") == 1 and kinds.count("chart chart-memory") == 1
+    assert kinds.count("chart chart-cpu") == 3 and kinds.count("chart chart-memory") == 3
+    # Over time: the judged vegeta runs and the wrk2 run with utilization.json (test_report.OVER_TIME_CHARTS).
+    assert kinds.count("chart chart-timeseries") == 8
     for chart in charts:
         assert chart["visible"] and chart["width"] > 100 and chart["height"] > 100, chart
         assert chart["ticks"] >= 4, chart
@@ -62,6 +65,32 @@ def test_report_opens_without_console_errors_and_draws_its_charts(report_page: P
     screenshot = ARTIFACTS / "report.png"
     screenshot.write_bytes(seen.screenshot_png)
     assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 50_000
+
+
+# The section of the vegeta run recorded with its warm-up, scrolled to the top of the window; its chart over time.
+OVER_TIME_VIEW = f"""
+(() => {{
+  const section = document.getElementById("run-{WARMUP_RUN.run_id}");
+  section.querySelector(".over-time").scrollIntoView({{block: "end"}});
+  const svg = section.querySelector("svg.chart-timeseries");
+  const box = svg.getBoundingClientRect();
+  return {{top: box.top, bottom: box.bottom, height: window.innerHeight,
+           panels: svg.querySelectorAll("g.panel").length, bands: svg.querySelectorAll("rect.band").length}};
+}})()
+"""
+
+
+def test_a_run_over_time_in_the_browser(report_page: Path) -> None:
+    """The chart over time of the run with a warm-up, in view: three panels, the warm-up shaded in each;
+    the screenshot is kept in build/test-artifacts/report-over-time.png."""
+    seen = visit(report_page, OVER_TIME_VIEW, height=1000)
+    assert seen.errors == []
+    view: dict[str, Any] = seen.evaluated
+    assert (view["panels"], view["bands"]) == (3, 3)
+    assert 0 <= view["top"] < view["bottom"] <= view["height"], view  # the whole chart is in the screenshot
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "report-over-time.png").write_bytes(seen.screenshot_png)
+    assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 30_000
 
 
 @pytest.mark.parametrize(("body", "expected"), [

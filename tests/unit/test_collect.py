@@ -103,3 +103,64 @@ def test_collect_of_a_directory_without_bench_inputs_says_so(tmp_path: Path) -> 
     done = perflab("collect", tmp_path, "--prometheus", CLOSED_PROMETHEUS)
     assert done.returncode == 4
     assert done.stderr.strip() == f"perflab collect: error: {tmp_path}/bench-inputs.json: no such file"
+
+
+def test_collect_of_a_vegeta_run_writes_its_seconds_with_the_warm_up(tmp_path: Path) -> None:
+    """timeseries.json from the measured phase's results and, beside them, the warm-up's (here another real
+    attack at the same rate: fixtures/vegeta/README.md)."""
+    inputs = bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], [])
+    inputs["run"].update(duration_s=4, warmup_s=3)
+    run_dir = run_dir_with(tmp_path, inputs, {
+        "vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-freeze-1s-200rps.jsonl.gz",
+        "vegeta-warmup.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
+    done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
+    assert done.returncode == 0, done.stderr
+    assert "timeseries.json: 4 s of the measured phase, 3 s of warm-up" in done.stdout.splitlines()
+    series = json.loads((run_dir / "timeseries.json").read_text())
+    warmup, measure = series["phases"]
+    assert (warmup["phase"], warmup["files"], warmup["ok"]) == ("warmup", ["vegeta-warmup.jsonl.gz"], [200, 200, 200])
+    assert (measure["phase"], measure["start_s"], measure["ok"]) == ("measure", 0.0, [200, 101, 299, 200])
+    assert series["notes"] == []
+    # `perflab collect --timeseries` writes the same file again from the same files.
+    written = (run_dir / "timeseries.json").read_text()
+    (run_dir / "timeseries.json").unlink()
+    again = perflab("collect", "--timeseries", run_dir)
+    assert (again.returncode, again.stdout) == (0, "timeseries.json: 4 s of the measured phase, 3 s of warm-up\n")
+    assert (run_dir / "timeseries.json").read_text() == written
+
+
+def test_a_warm_up_that_cannot_be_read_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    inputs = bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], [])
+    inputs["run"].update(duration_s=3, warmup_s=3)
+    run_dir = run_dir_with(tmp_path, inputs, {"vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
+    (run_dir / "vegeta-warmup.jsonl.gz").write_bytes((VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz").read_bytes()[:3000])
+    done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
+    assert done.returncode == 0, done.stderr
+    assert "timeseries.json: 3 s of the measured phase, no warm-up" in done.stdout.splitlines()
+    series = json.loads((run_dir / "timeseries.json").read_text())
+    assert [p["phase"] for p in series["phases"]] == ["measure"]
+    assert series["notes"] == [f"The warm-up is not shown: {run_dir}/vegeta-warmup.jsonl.gz: not usable vegeta "
+                               "results: the gzip stream ends early: the file is truncated"]
+
+
+def test_collect_timeseries_of_a_run_without_bench_inputs_reads_result_json(tmp_path: Path) -> None:
+    """A run as older benches or `perflab parse-vegeta --context` left it: result.json names the raw output."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(VEGETA_FIXTURES / "vegeta-behind-1worker-100rps.jsonl.gz", run_dir / "vegeta-measure.jsonl.gz")
+    parsed = perflab("parse-vegeta", run_dir / "vegeta-measure.jsonl.gz", "--target-rate", "100", "--duration-s", "3",
+                     "--json")
+    stored = json.loads(parsed.stdout)
+    (run_dir / "result.json").write_text(json.dumps({**stored, "raw_output": "vegeta-measure.jsonl.gz"}))
+    done = perflab("collect", "--timeseries", run_dir)
+    assert (done.returncode, done.stdout) == (0, "timeseries.json: 3 s of the measured phase, no warm-up\n"), done.stderr
+    assert json.loads((run_dir / "timeseries.json").read_text())["phases"][0]["ok"] == [19, 19, 19]
+
+
+def test_collect_timeseries_of_a_wrk2_run_says_why_not(tmp_path: Path) -> None:
+    inputs = bench_inputs("wrk2", 1000, ["wrk2-measure.txt"], ["wrk2-measure-percentiles.json"])
+    run_dir = run_dir_with(tmp_path, inputs, {"wrk2-measure.txt": WRK2_FIXTURES / "wrk2-steady-1000rps.txt"})
+    done = perflab("collect", "--timeseries", run_dir)
+    assert done.returncode == 4 and not (run_dir / "timeseries.json").exists()
+    assert done.stderr == (f"perflab collect: error: {run_dir}: a wrk2 run: only vegeta keeps every request "
+                           "(wrk2 keeps a histogram)\n")

@@ -17,11 +17,12 @@ import pytest
 
 from perflab import history
 from perflab.report import SetKey, load
-from report.builder import GOOD_RUNS, LAB_RUN_ID, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, full_results, perflab
+from report.builder import GOOD_RUNS, LAB_RUN_ID, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, WARMUP_RUN, \
+    full_results, perflab
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
-JUDGED = {LAB_RUN_ID, *(r.run_id for r in GOOD_RUNS), *(r.run_id for r in SIDE_BY_SIDE)}
+JUDGED = {LAB_RUN_ID, *(r.run_id for r in GOOD_RUNS), *(r.run_id for r in SIDE_BY_SIDE), WARMUP_RUN.run_id}
 # What builder.full_results leaves without a row, by what the report calls each: SIDE_BY_SIDE_LEFT_OUT
 # (one without audit.json, one with its raw output cut short) and builder.BAD_INPUT's runs.
 NOT_JUDGED = {
