@@ -60,13 +60,18 @@ lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check
 	  $(BIN)/ansible-playbook -i $(INVENTORY) --syntax-check $$p >/dev/null || exit 1; \
 	done; echo "syntax-check: every playbook passes"
 
-# The apps under test. Maven and the default JDK build them; the contract suite and the
+# The apps under test, each described by its manifest (apps/<name>/perflab-app.yml, apps/peers/<name>.yml:
+# `perflab app list`). Maven and the default JDK build the project's own; the contract suite and the
 # benchmark run them on the newest JDK under /usr/lib/jvm (PERFLAB_JAVA overrides it).
-APPS ?= quarkus spring-webflux spring-mvc
+# APPS= empty: test-apps and bench-apps take the project's own apps, compare every app claiming SCENARIO.
+APPS ?=
+OWN_APPS = $(or $(APPS),$(shell $(BIN)/perflab app list --names --builtin))
 # The contract suite also runs the deploy-time variants: MVC on virtual threads, Quarkus' greeting
 # on a worker thread (report 3). `make test-apps CONTRACT_VARIANTS=` leaves them out.
 CONTRACT_VARIANTS ?= spring-mvc+virtual quarkus+worker
 MVN ?= mvn
+# The built-in manifests build with "${MVN:-mvn}".
+export MVN
 
 .PHONY: apps-prereqs
 apps-prereqs:
@@ -78,11 +83,11 @@ apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
 
 .PHONY: test-apps
 test-apps: $(VENV_STAMP) apps-prereqs apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB
-	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(APPS) $(CONTRACT_VARIANTS))
+	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(OWN_APPS) $(CONTRACT_VARIANTS))
 
 .PHONY: bench-apps
 bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS pinned to one core with vegeta (the lab's request sequence, build/vegeta): start time, max RSS, req/s on /greeting and /zipcodes
-	$(BIN)/python tests/contract/bench_apps.py $(APPS)
+	$(BIN)/python tests/contract/bench_apps.py $(OWN_APPS)
 
 # The lab. INVENTORY selects it (default: the local containers); ANSIBLE_ARGS passes options
 # to ansible-playbook, e.g. ANSIBLE_ARGS=--check or ANSIBLE_ARGS="--tags common".
@@ -113,28 +118,26 @@ db-reset: $(VENV_STAMP) ## Restore the database's seed state (apps/db/seed.sql);
 	$(require_inventory)
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/db_reset.yml $(ANSIBLE_ARGS)
 
-# The app under test. Options left empty keep the inventory's (or the role's) defaults.
-DEPLOY_APPS := quarkus spring-webflux spring-mvc
+# The app under test: APP= a manifest's name or path. Options left empty keep the inventory's (or
+# the role's) defaults; variants not chosen keep the manifest's defaults.
 APP ?=
 PROFILE ?=
+VARIANT ?=
 THREADS ?=
 DISPATCH ?=
+# VARIANT="threads=virtual max_threads=400"; THREADS= and DISPATCH= are shorthands for threads= and dispatch=.
+VARIANTS = $(strip $(VARIANT) $(if $(THREADS),threads=$(THREADS)) $(if $(DISPATCH),dispatch=$(DISPATCH)))
+VARIANT_OPTIONS = -e '{"app_variants": "$(VARIANTS)"}'
+# Checks APP and its variants, then builds its artifact when it is missing or older than its sources
+# (the manifest's build: mvn for the project's own apps); one message and exit 2 for bad input.
+APP_BUILD = $(BIN)/perflab app build '$(APP)' --variant '$(VARIANTS)'
 
 .PHONY: deploy
-deploy: $(VENV_STAMP) ## Deploy APP=quarkus|spring-webflux|spring-mvc [PROFILE=default|report3|report4] [THREADS=platform|virtual] [DISPATCH=io|worker]; stops the previous app
-	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
+deploy: $(VENV_STAMP) ## Deploy APP=<name or manifest path> [PROFILE=default|report3|report4] [VARIANT="k=v ..."] (THREADS=platform|virtual, DISPATCH=io|worker); stops the previous app
 	$(require_inventory)
-	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar
-	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name=$(APP) \
-	  $(if $(PROFILE),-e app_profile=$(PROFILE)) $(if $(THREADS),-e app_spring_mvc_threads=$(THREADS)) \
-	  $(if $(DISPATCH),-e app_quarkus_greeting_dispatch=$(DISPATCH)) $(ANSIBLE_ARGS)
-
-# An app's jar is rebuilt when it is missing or older than its sources.
-define app_jar_rule
-apps/$(1)/target/perflab-$(1).jar: apps/pom.xml apps/$(1)/pom.xml $$(shell find apps/$(1)/src -type f 2>/dev/null)
-	$$(MVN) -B -q -f apps/$(1)/pom.xml package -DskipTests
-endef
-$(foreach app,$(DEPLOY_APPS),$(eval $(call app_jar_rule,$(app))))
+	@$(APP_BUILD)
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) \
+	  $(if $(PROFILE),-e app_profile=$(PROFILE)) $(ANSIBLE_ARGS)
 
 # vegeta (MIT), the load generator any machine can get: built on the controller from the Go
 # module proxy (about 10 s with a warm module cache) and copied to the loadgen hosts by the bench.
@@ -160,20 +163,19 @@ WARMUP ?=
 TOOL ?= auto
 DB_DELAY_MS ?= 0
 SLO_P99_MS ?=
-# What every run of a bench, compare or sweep shares; the rate is the sweep's own.
+# What every run of a bench, compare or sweep shares; the rate is the sweep's own, the variants each app's.
 RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
   -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' \
-  $(if $(PROFILE),-e app_profile=$(PROFILE)) $(if $(THREADS),-e app_spring_mvc_threads=$(THREADS)) \
-  $(if $(DISPATCH),-e app_quarkus_greeting_dispatch=$(DISPATCH))
+  $(if $(PROFILE),-e app_profile=$(PROFILE))
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
 .PHONY: bench
-bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
-	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
+bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [VARIANT=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
-	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar vegeta-if-needed
-	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+	@$(APP_BUILD)
+	@$(MAKE) --no-print-directory vegeta-if-needed
+	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 # `make lab`: the lab's main job from nothing, the first of the README's two commands.
 LAB_APP ?= quarkus
@@ -185,10 +187,11 @@ lab: ## Bring up the lab and run its main job: one benchmark (LAB_APP=quarkus, L
 	$(MAKE) --no-print-directory bench APP=$(LAB_APP) SCENARIO=$(LAB_SCENARIO)
 
 .PHONY: compare
-compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app in turn under identical conditions, then a table of the results
+compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app claiming it (or APPS="a b") in turn under identical conditions, then a table of the results
 	$(require_inventory)
-	@$(MAKE) --no-print-directory $(foreach app,$(DEPLOY_APPS),apps/$(app)/target/perflab-$(app).jar) vegeta-if-needed
-	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --apps "$(DEPLOY_APPS)" -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+	@$(MAKE) --no-print-directory vegeta-if-needed
+	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --scenario '$(SCENARIO)' $(if $(APPS),--apps '$(APPS)') \
+	  --variants '$(VARIANTS)' -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 # `make sweep`: one bench run per rate, in increasing order, until a run is incomplete, INVALID
 # or its corrected p99 exceeds the SLO (the scenario's slo_p99_ms, or SLO_P99_MS=).
@@ -199,12 +202,12 @@ MAX ?=
 
 .PHONY: sweep
 sweep: $(VENV_STAMP) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
-	@case " $(DEPLOY_APPS) " in *" $(APP) "*) ;; *) echo "perflab: unknown APP '$(APP)': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" >&2; exit 2;; esac
 	$(require_inventory)
-	@$(MAKE) --no-print-directory apps/$(APP)/target/perflab-$(APP).jar vegeta-if-needed
+	@$(APP_BUILD)
+	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
 	  $(if $(RATES),--rates '$(RATES)') $(if $(START),--start '$(START)') $(if $(STEP),--step '$(STEP)') \
-	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') -- $(RUN_OPTIONS) $(ANSIBLE_ARGS)
+	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') -- $(VARIANT_OPTIONS) $(RUN_OPTIONS) $(ANSIBLE_ARGS)
 
 # perflab report exits 3 when it wrote the page but listed problems (on stderr and in the page).
 .PHONY: report
@@ -245,7 +248,7 @@ test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the l
 .PHONY: bench-loadgen
 bench-loadgen: $(VENV_STAMP) $(VEGETA) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for wrk2 and vegeta (a sweep each)
 	$(require_inventory)
-	@$(MAKE) --no-print-directory apps/quarkus/target/perflab-quarkus.jar
+	@$(BIN)/perflab app build quarkus
 	INVENTORY="$(INVENTORY)" $(BIN)/python tests/bench/bench_loadgen.py
 
 .PHONY: bench-lab

@@ -25,6 +25,11 @@ Commands:
   perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
   perflab history [--results DIR] [--output FILE.csv]
       one CSV row per judged run, oldest first (perflab/history.py); the runs not judged counted on stderr
+  perflab app list|show|build|pack ...
+      the apps under test from their manifests (perflab/manifest.py, which lists its own exit codes)
+  perflab verify plan SCENARIO --base-url URL | check PLAN RESULTS
+      the bench's verify phase: the scenario's requests and the contract's expectations, then the
+      judgement of their answers and DB statements (perflab/verify.py, which lists its own exit codes)
 
 Exit codes:
   0  parsed; or the audit verdict is VALID
@@ -48,7 +53,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, collect, history, report, sweep, watch
+from perflab import audit, collect, history, manifest, report, sweep, verify, watch
 from perflab.collect import InputError
 from perflab.model import RunResult, SchemaError
 
@@ -129,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     collect.register(commands)
     sweep.register(commands)
     watch.register(commands)
+    manifest.register(commands)
+    verify.register(commands)
     return parser
 
 

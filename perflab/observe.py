@@ -49,6 +49,9 @@ STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 # at which the lab alone issues them: more than one scrape interval (5 s), so a second sample.
 REST_READ_S = 6.0
 
+# The figures only the app's own metrics give (its requests by route, its JIT time).
+APP_METRIC_FIGURES = ("write_share_by_third", "statements_per_request", "expected_statements_per_request", "jit_compile_s")
+
 # Micrometer's JvmCompilationMetrics (Spring Boot binds it; Quarkus does not).
 JIT_METRIC = "jvm_compilation_time_ms_total"
 
@@ -161,6 +164,11 @@ class Observer:
     def _over_window(self, fn: str, expr: str) -> float | None:
         """fn_over_time of a gauge over the window, e.g. avg or max."""
         return self.prom.value(f"{fn}_over_time(({expr})[{self.window.range}:5s])", self.window.end)
+
+    def scraped(self) -> bool:
+        """Whether Prometheus' app job had this app as a target: an app whose manifest declares no
+        metrics endpoint is not scraped (role app leaves the job's list empty)."""
+        return bool(self.prom.query(f'up{{job="app",application="{self.app}"}}', self.window.end))
 
     # -- the figures --------------------------------------------------------------------------
 
@@ -310,8 +318,13 @@ def observe(prometheus: Prometheus, window: Window, app: str,
     observer = Observer(prometheus, window, app)
     try:
         await_ms = observer.disk(found)
-        observer.mix_and_statements(found)
-        observer.jit(found)
+        if observer.scraped():
+            observer.mix_and_statements(found)
+            observer.jit(found)
+        else:
+            for name in APP_METRIC_FIGURES:
+                found.unobserved[name] = (f"the app's own metrics are unobserved: Prometheus' app job has no target for "
+                                          f"{app} (an app whose manifest declares no metrics endpoint is not scraped)")
         observer.rss(found)
         observer.cpus(found, tier_cpus)
         observer.saturation(found, await_ms)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import audit as judge
+from perflab import manifest
 from perflab.model import RunResult, SchemaError
 
 SWEEP_SCHEMA_VERSION = 1
@@ -322,8 +323,10 @@ def _run_dirs(results: Path) -> set[Path]:
 
 def bench_runner(
     results: Path, app: str, scenario: str, inventory: str, bench_options: Sequence[str], slo_override: float | None,
+    name: str | None = None,
 ) -> Callable[[int], Path | None]:
-    """One step = `ansible-playbook playbooks/bench.yml` at that rate, as `make bench` runs it."""
+    """One step = `ansible-playbook playbooks/bench.yml` at that rate, as `make bench` runs it. APP is
+    what APP= gave (a manifest's name or path), NAME the app's name, which names the run directories."""
     ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
 
     def run(rate: int) -> Path | None:
@@ -333,7 +336,7 @@ def bench_runner(
         if slo_override is not None:
             argv += ["-e", f"loadgen_slo_p99_ms={slo_override:g}"]
         subprocess.call(argv, cwd=ROOT)
-        created = sorted(p for p in _run_dirs(results) - before if p.name.endswith(f"-{app}-{scenario}"))
+        created = sorted(p for p in _run_dirs(results) - before if p.name.endswith(f"-{name or app}-{scenario}"))
         return created[-1] if created else None
 
     return run
@@ -387,10 +390,15 @@ def main(args: argparse.Namespace) -> int:
     except SweepInputError as exc:
         print(f"perflab sweep: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        name = manifest.resolve(args.app).name  # APP= may be a manifest's path: runs are named after the app
+    except manifest.ManifestError as exc:
+        print(f"perflab sweep: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
     started = datetime.datetime.now(datetime.timezone.utc)
-    sweep_dir = results / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{args.app}-{args.scenario}-sweep"
-    sweep = Sweep(args.app, args.scenario, args.slo_p99_ms, started.strftime("%Y-%m-%dT%H:%M:%SZ"), [])
+    sweep_dir = results / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{name}-{args.scenario}-sweep"
+    sweep = Sweep(name, args.scenario, args.slo_p99_ms, started.strftime("%Y-%m-%dT%H:%M:%SZ"), [])
 
     def save(current: Sweep) -> None:
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -398,9 +406,9 @@ def main(args: argparse.Namespace) -> int:
         temporary.write_text(current.to_json(), encoding="utf-8")
         temporary.replace(sweep_dir / "sweep.json")
 
-    print(f"perflab sweep: {args.app}, {args.scenario}, rates {' '.join(map(str, rates))} req/s -> {sweep_dir}/", flush=True)
+    print(f"perflab sweep: {name}, {args.scenario}, rates {' '.join(map(str, rates))} req/s -> {sweep_dir}/", flush=True)
     options = [o for o in args.bench_options if o != "--"]
-    runner = bench_runner(results, args.app, args.scenario, args.inventory, options, args.slo_p99_ms)
+    runner = bench_runner(results, args.app, args.scenario, args.inventory, options, args.slo_p99_ms, name)
     try:
         run_sweep(sweep, rates, runner, save, slo_override=args.slo_p99_ms)
     except BenchRefused as exc:

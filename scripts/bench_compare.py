@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""make compare: run playbooks/bench.yml for every app in turn with the same options, then
-print one table of the runs (tool, achieved rate, corrected p50/p99/p99.9, errors, verdict, then what
+"""make compare: run playbooks/bench.yml for every app claiming the scenario (or those --apps names)
+in turn with the same options, then print one table of the runs (tool, achieved rate, corrected p50/p99/p99.9, errors, verdict, then what
 the app spent as the audit states it: CPU seconds per 1,000 requests and max RSS).
 Runs of different tools (TOOL=auto picks per run) are never compared silently: the table says so.
 
-Usage: bench_compare.py --inventory INV --apps "quarkus spring-webflux spring-mvc" -- ANSIBLE_ARGS...
-Each run is a normal bench run under results/<run-id>/. Exit status: 0 when every run completed,
+Usage: bench_compare.py --inventory INV --scenario S [--apps "quarkus spring-mvc"] [--variants "threads=virtual"]
+                        -- ANSIBLE_ARGS...
+Every app is checked and built first (perflab app build), so that a wrong manifest or a failing
+build stops the comparison before any run. A variant applies to the apps that have it (THREADS=
+concerns only the apps with threads); one that no app has is refused. Each run is a normal bench
+run under results/<run-id>/. Exit status: 0 when every run completed,
 1 otherwise (the table still lists every app, with the status of the runs that did not complete).
 """
 from __future__ import annotations
@@ -17,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from perflab import manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
@@ -70,20 +76,55 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
+def _apps(given: str, scenario: str, selections: list[str]) -> list[tuple[str, str]]:
+    """(app as given, its variants as key=value words) of every app to run, each checked and built."""
+    if given:
+        pairs = [(app, manifest.resolve(app)) for app in given.split()]
+    else:
+        pairs = [(found.name, found) for found in manifest.claiming(scenario)]
+        if not pairs:
+            raise manifest.ManifestError([f"no app claims scenario {scenario!r} (perflab app list shows what each claims)"])
+    unclaimed = [found.name for _, found in pairs if scenario in manifest.scenario_names() and scenario not in found.scenarios]
+    if unclaimed:
+        raise manifest.ManifestError([f"{', '.join(unclaimed)} do(es) not claim scenario {scenario!r} (perflab app list)"])
+    variants = [manifest.choose(found, selections, strict=False) for _, found in pairs]
+    for selection in selections:
+        key = selection.partition("=")[0] if "=" in selection else None
+        if not any(key in found.variants if key else any(selection in v.options for v in found.variants.values())
+                   for _, found in pairs):
+            raise manifest.ManifestError([f"no app of this comparison ({', '.join(f.name for _, f in pairs)}) has the "
+                                          f"variant {selection!r}"])
+    for _, found in pairs:
+        manifest.build(found)
+    return [(app, " ".join(f"{k}={v}" for k, v in chosen.items())) for (app, _), chosen in zip(pairs, variants)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inventory", required=True)
-    parser.add_argument("--apps", required=True, help="space-separated app names")
+    parser.add_argument("--scenario", default="", help="the scenario (SCENARIO=): by default every app claiming it runs")
+    parser.add_argument("--apps", default="", help="space-separated app names or manifest paths (APPS=)")
+    parser.add_argument("--variants", default="", help="VARIANT= words, key=value: each applies to the apps that have it")
     parser.add_argument("ansible_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     extra = [a for a in args.ansible_args if a != "--"]
+    try:
+        apps = _apps(args.apps, args.scenario, manifest.variant_selections(args.variants))
+    except manifest.ManifestError as error:
+        for line in error.problems:
+            print(f"perflab compare: {line}", file=sys.stderr)
+        return 2
+    except manifest.BuildError as error:
+        print(f"perflab compare: {error}", file=sys.stderr)
+        return 1
     playbook = ROOT / "playbooks" / "bench.yml"
     ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
     rows, all_complete = [], True
-    for app in args.apps.split():
+    for app, variants in apps:
         print(f"perflab compare: {app}", flush=True)
         before = _run_dirs()
-        code = subprocess.call([str(ansible_playbook), "-i", args.inventory, str(playbook), "-e", f"app_name={app}", *extra])
+        code = subprocess.call([str(ansible_playbook), "-i", args.inventory, str(playbook), "-e", f"app_name={app}",
+                                "-e", json.dumps({"app_variants": variants}), *extra])
         new = sorted(_run_dirs() - before)
         run_dir = new[-1] if new else None
         row = _row(app, run_dir)

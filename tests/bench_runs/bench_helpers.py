@@ -10,7 +10,8 @@ from labkit import INVENTORY, RESULTS, ROOT, make, new_run_dir, read_json, run_d
 __all__ = ["APPS", "INVENTORY", "RESULTS", "ROOT", "SCENARIOS", "changed_counts", "new_run_dir", "on_host",
            "read_json", "run_dirs", "run_make", "tail"]
 
-APPS = ("quarkus", "spring-webflux", "spring-mvc")
+# The project's own apps, in the order `make compare` runs the apps claiming a scenario (their manifests' names).
+APPS = tuple(sorted(p.parent.name for p in (ROOT / "apps").glob("*/perflab-app.yml")))
 SCENARIOS = tuple(sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml")))
 run_make = make
 

@@ -17,7 +17,12 @@ MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
     ROOT.parent / "shared/mirrors/wrk2-44a94c17d8e6a0bac8559b53da76848e430cb7a7.tar.gz")
 
 BAD_INPUT = [
-    (["APP=struts", "SCENARIO=greeting"], "unknown APP 'struts'"),
+    (["APP=struts", "SCENARIO=greeting"],
+     "perflab app: unknown app 'struts': the known apps are quarkus, spring-mvc, spring-webflux (APP= takes one of them"),
+    (["APP=quarkus", "SCENARIO=greeting", "THREADS=virtual"],
+     "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e app_spring_mvc_threads=virtual"],
+     "app: app_spring_mvc_threads no longer exist: the app's jar, port and variants come from its manifest"),
     (["APP=quarkus", "SCENARIO=nosuch"], "unknown SCENARIO 'nosuch'"),
     (["APP=quarkus", "SCENARIO=greeting", "RATE=0"], "RATE must be a whole number of requests per second > 0, got '0'"),
     (["APP=quarkus", "SCENARIO=greeting", "RATE=-5"], "RATE must be a whole number of requests per second > 0, got '-5'"),
@@ -60,3 +65,20 @@ def test_wrk2_archive_with_another_sha256_is_refused_before_any_change() -> None
             in " ".join(done.stdout.split())), tail(done.stdout)
     assert run_dirs() == before, "a refused run must not create results/<run-id>/"
     assert all(count == 0 for count in changed_counts(done.stdout).values()), tail(done.stdout)
+
+
+def test_a_wrong_manifest_and_a_missing_artifact_are_refused_before_any_change(tmp_path: Path) -> None:
+    """APP= a manifest's path: a wrong field, and an artifact that is not there, are one line each."""
+    manifest = tmp_path / "mine.yml"
+    manifest.write_text("name: mine\nartifact: {path: mine.jar}\nport: 8080\nreadiness: {path: health}\nscenarios: [greeting]\n")
+    before = run_dirs()
+    done = run_make("bench", f"APP={manifest}", "SCENARIO=greeting", timeout=600)
+    assert done.returncode != 0 and "PLAY" not in done.stdout, tail(done.stdout)
+    assert (f"perflab app: {manifest}: readiness.path: 'health' is not allowed; allowed: a URL path starting with '/'"
+            in done.stdout), tail(done.stdout)
+    manifest.write_text(manifest.read_text().replace("path: health", "path: /health"))
+    done = run_make("bench", f"APP={manifest}", "SCENARIO=greeting", timeout=600)
+    assert done.returncode != 0 and "PLAY" not in done.stdout, tail(done.stdout)
+    assert (f"perflab app: mine: the jar {tmp_path / 'mine.jar'} does not exist and its manifest has no build: build it, "
+            f"or fix artifact.path in {manifest}") in done.stdout, tail(done.stdout)
+    assert run_dirs() == before

@@ -1,7 +1,11 @@
 """A run that fails mid-way is marked incomplete, closes its run window and never leaves a netem
 delay on the db host. The failure: a measured phase that overruns its time limit
-(bench_phase_grace_s < 0), a real failure path of the bench with no test hook in it."""
+(bench_phase_grace_s < 0), a real failure path of the bench with no test hook in it. And an app
+that breaks the contract is refused by the verify phase before any load."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +52,27 @@ def test_delay_refused_without_netem() -> None:
     assert "needs the kernel's netem qdisc" in done.stdout, tail(done.stdout)
     assert run_dirs() == before
     assert "netem" not in on_host("db[0]", "tc qdisc show")
+
+
+# Spring MVC with Hikari's connection test query run at every checkout (aliveBypassWindowMs -1:
+# always, not only after 500 ms idle): one SELECT more per request, a real deploy-time setting.
+EXTRA_SELECT = ["-Dspring.datasource.hikari.connection-test-query=SELECT 1",
+                "-Dcom.zaxxer.hikari.aliveBypassWindowMs=-1"]
+
+
+def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_path: Path) -> None:
+    extra = tmp_path / "extra-select.json"
+    extra.write_text(json.dumps({"app_jvm_opts": EXTRA_SELECT}))
+    before = run_dirs()
+    done = run_make("bench", "APP=spring-mvc", "SCENARIO=zipcodes", "RATE=50", "DURATION=10s", "WARMUP=0s",
+                    f"ANSIBLE_ARGS=-e @{extra}")
+    assert done.returncode != 0, tail(done.stdout)
+    run_dir = new_run_dir(before)
+    line = "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
+    status = read_json(run_dir / "status.json")
+    assert (status["status"], status["failed_step"], status["reason"]) == ("incomplete", "verifying the app", line), status
+    verdict = read_json(run_dir / "verify.json")
+    assert verdict["status"] == "failed" and verdict["reason"] == line, verdict
+    # No load was sent: no phase ran, no tool output came back, the run window never opened.
+    assert "Warm up (not measured)" not in done.stdout and "Run the phase" not in done.stdout, tail(done.stdout)
+    assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]

@@ -212,11 +212,9 @@ def wait_first_request(process: AppProcess, timeout_s: float = 120) -> float:
 def bench_app(spec: str, db: MariaDB, workdir: Path, seconds: int,
               app_core: int, loadgen_core: int, java_opts: list[str]) -> AppFigures:
     app, _, variant = spec.partition("+")
-    extra_env = {"virtual": {"PERFLAB_THREADS": "virtual"}, "worker": {"PERFLAB_GREETING_DISPATCH": "worker"}}.get(
-        variant, {})
     figures = AppFigures(spec)
     db.reset()
-    process = AppProcess(app=app, db=db, workdir=workdir / spec, pool_size=16, extra_env=extra_env,
+    process = AppProcess(app=app, db=db, workdir=workdir / spec, pool_size=16, variant=variant,
                          command_prefix=["taskset", "-c", str(app_core)], java_opts=java_opts)
     try:
         process.start()
@@ -293,7 +291,8 @@ def report(all_figures: list[AppFigures]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("apps", nargs="*", default=list(APPS), help="apps (app+virtual, app+worker for variants)")
+    parser.add_argument("apps", nargs="*", default=list(APPS),
+                        help="apps (app+option for a variant's option of its manifest: spring-mvc+virtual, quarkus+worker)")
     parser.add_argument("--step-seconds", type=int, default=10, help="length of each rate step (default 10)")
     parser.add_argument("--app-core", type=int, default=1, help="the core the app is pinned to (default 1)")
     parser.add_argument("--loadgen-core", type=int, default=0, help="the core vegeta is pinned to (default 0)")

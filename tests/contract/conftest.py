@@ -3,8 +3,8 @@
     pytest tests/contract --base-url http://127.0.0.1:8080 [--db-host H --db-user U ...]
     pytest tests/contract --app quarkus --app spring-webflux --app spring-mvc --app spring-mvc+virtual
 
-With --app the suite starts a private MariaDB that requires TLS (harness.py), then each app from
-apps/<app>/target/perflab-<app>.jar in turn, resetting the DB to the seed between apps. Every
+With --app the suite starts a private MariaDB that requires TLS (harness.py), then each app as its
+manifest (apps/<app>/perflab-app.yml) says, in turn, resetting the DB to the seed between apps. Every
 test is parametrised by target, so the report says which app passes which check. Without a DB
 connection (--base-url alone) the checks that need one skip and say so.
 """
@@ -26,14 +26,8 @@ import requests
 from contract_docs import COUNTERS, contract_statement_table
 from harness import APPS, DB_NAME, REPO_ROOT, AppProcess, MariaDB
 from openapi_check import OpenApi
+from perflab import manifest
 
-# A variant is an app started with one more setting (docs/ARCHITECTURE.md's env vars).
-VARIANTS = {
-    "virtual": {"PERFLAB_THREADS": "virtual"},
-    "platform": {"PERFLAB_THREADS": "platform"},
-    "worker": {"PERFLAB_GREETING_DISPATCH": "worker"},
-    "io": {"PERFLAB_GREETING_DISPATCH": "io"},
-}
 # A statement count may only be retried for noise (a pool's housekeeping adds statements, it
 # never removes any); the expected values never change.
 STATEMENT_ATTEMPTS = 3
@@ -45,8 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--base-url", help="check the app already running at this URL")
     group.addoption(
         "--app", action="append", default=[],
-        help=f"start this app from its jar and check it (repeatable): {', '.join(APPS)}; "
-             f"a +variant sets one more option: {', '.join('+' + v for v in VARIANTS)}",
+        help=f"start this app as its manifest says and check it (repeatable): {', '.join(APPS)}; "
+             "+option chooses a variant's option of its manifest, e.g. spring-mvc+virtual, quarkus+worker",
     )
     group.addoption("--app-name", help="with --base-url: the app's name, expected as the metrics' application tag")
     group.addoption("--pool-size", type=int, default=4, help="with --app: PERFLAB_DB_POOL_SIZE (default 4)")
@@ -143,13 +137,16 @@ class Target:
         raise AssertionError(f"DB statements {seen} (one per attempt), the contract says {expected}")
 
 
-def _variant(spec: str) -> tuple[str, dict[str, str]]:
+def _variant(spec: str) -> tuple[str, str]:
+    """APP+option: the app (a manifest's name) and a variant's option of its manifest."""
     app, _, variant = spec.partition("+")
     if app not in APPS:
         raise pytest.UsageError(f"--app {spec}: unknown app {app!r}; one of {', '.join(APPS)}")
-    if variant and variant not in VARIANTS:
-        raise pytest.UsageError(f"--app {spec}: unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    return app, VARIANTS.get(variant, {})
+    try:
+        manifest.choose(manifest.resolve(app), [variant] if variant else [])
+    except manifest.ManifestError as error:
+        raise pytest.UsageError(f"--app {spec}: {error}") from None
+    return app, variant
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -240,12 +237,12 @@ def target(request: pytest.FixtureRequest):
         if monitor is not None:
             monitor.close()
         return
-    app, extra_env = _variant(spec)
+    app, variant = _variant(spec)
     db: MariaDB = request.getfixturevalue("harness_db")
     db.reset()
     work_dir: Path = request.getfixturevalue("work_dir")
     pool_size = config.getoption("pool_size")
-    process = AppProcess(app=app, db=db, workdir=work_dir / spec, pool_size=pool_size, extra_env=extra_env)
+    process = AppProcess(app=app, db=db, workdir=work_dir / spec, pool_size=pool_size, variant=variant)
     monitor = db.root_connection(database=DB_NAME)
     try:
         process.start()

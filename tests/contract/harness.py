@@ -1,8 +1,9 @@
 """Start what the contract suite and the app benchmark run against, on loopback.
 
 `MariaDB` is a private, throw-away MariaDB server that requires TLS from the apps' user, with a
-CA and server certificate generated here; `AppProcess` is one app under test started from its
-jar with the environment variables of docs/ARCHITECTURE.md. Neither touches a system service:
+CA and server certificate generated here; `AppProcess` is one app under test started as its
+manifest says (perflab/manifest.py: its artifact, JVM options, arguments, environment and
+readiness endpoint, the lab's variables pointing at this MariaDB and a free port). Neither touches a system service:
 both live under a temporary directory and are stopped by whoever started them.
 """
 
@@ -19,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pymysql
 import requests
@@ -27,10 +29,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
+from perflab import manifest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_SQL = REPO_ROOT / "apps" / "db" / "schema.sql"
 SEED_SQL = REPO_ROOT / "apps" / "db" / "seed.sql"
-APPS = ("quarkus", "spring-webflux", "spring-mvc")
+# The project's own apps (apps/<name>/perflab-app.yml), which implement the whole contract.
+APPS = tuple(name for name, file in manifest.known().items() if file.name == manifest.MANIFEST_FILE)
 DB_NAME = "perflab"
 APP_DB_USER = "perflab"
 
@@ -68,10 +73,6 @@ def newest_java() -> str:
     if not found:
         raise RuntimeError("no JDK found: install one or set PERFLAB_JAVA")
     return found
-
-
-def app_jar(app: str) -> Path:
-    return REPO_ROOT / "apps" / app / "target" / f"perflab-{app}.jar"
 
 
 def _write_ca_and_server_cert(directory: Path) -> tuple[Path, Path, Path]:
@@ -251,16 +252,19 @@ class MariaDB:
 
 @dataclass
 class AppProcess:
-    """One app under test started from its jar; `extra_env` overrides the defaults below."""
+    """One app under test started as its manifest says, with its `variant` (a variant's option, e.g.
+    "virtual", or key=value); `extra_env` overrides the manifest's environment."""
 
     app: str
     db: MariaDB
     workdir: Path
     pool_size: int = 4
+    variant: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
     command_prefix: list[str] = field(default_factory=list)
     java_opts: list[str] = field(default_factory=list)
     port: int = 0
+    readiness: dict[str, Any] = field(default_factory=lambda: {"path": "/health/ready", "status": 200})
     process: subprocess.Popen | None = None
     started_at: float = 0.0
     ready_after_s: float = 0.0
@@ -280,31 +284,49 @@ class AppProcess:
     def log_file(self) -> Path:
         return self.workdir / f"{self.app}.log"
 
+    def deployment(self) -> dict[str, Any]:
+        """What role app would deploy of this app (manifest.deploy_vars), pointed at this MariaDB and port."""
+        found = manifest.resolve(self.app)
+        lab = {"db_host": "127.0.0.1", "db_port": str(self.db.port), "db_name": DB_NAME, "db_user": APP_DB_USER,
+               "db_password_file": str(self.workdir / "db-password"), "db_ca_file": str(self.db.ca_file),
+               "db_pool_size": str(self.pool_size)}
+        variants = manifest.choose(found, [self.variant] if self.variant else [])
+        return manifest.deploy_vars(found, variants, lab, port=self.port or None)
+
     def environment(self) -> dict[str, str]:
+        deployed = self.deployment()
         env = dict(os.environ)
-        env.update(
-            PERFLAB_HTTP_PORT=str(self.port),
-            PERFLAB_DB_HOST="127.0.0.1",
-            PERFLAB_DB_PORT=str(self.db.port),
-            PERFLAB_DB_NAME=DB_NAME,
-            PERFLAB_DB_USER=APP_DB_USER,
-            PERFLAB_DB_PASSWORD=self.db.app_password,
-            PERFLAB_DB_CA_FILE=str(self.db.ca_file),
-            PERFLAB_DB_POOL_SIZE=str(self.pool_size),
-        )
+        env.update(deployed["env"])
+        env.update(dict.fromkeys(deployed["password_env"], self.db.app_password))
         env.update(self.extra_env)
         return env
 
+    @property
+    def private_artifact(self) -> Path:
+        return self.workdir / "artifact"
+
     def start(self) -> None:
-        jar = app_jar(self.app)
-        if not jar.is_file():
-            raise RuntimeError(f"{jar} is missing: run `make apps` first")
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        # Run a private copy: a rebuild of apps/ during the run must not swap classes under the JVM.
-        private_jar = self.workdir / jar.name
-        shutil.copyfile(jar, private_jar)
         self.port = self.port or free_port()
-        command = [*self.command_prefix, newest_java(), *self.java_opts, "-jar", str(private_jar)]
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        deployed = self.deployment()
+        artifact = Path(deployed["artifact"]["path"])
+        found = manifest.resolve(self.app)
+        problem = manifest.artifact_problem(found, artifact)
+        if problem is not None:
+            raise RuntimeError(f"{self.app}: {problem}: run `make apps` (or `perflab app build {self.app}`) first")
+        if deployed["password_file"]:
+            (self.workdir / "db-password").write_text(self.db.app_password)
+            (self.workdir / "db-password").chmod(0o600)
+        # Run a private copy: a rebuild of apps/ during the run must not swap classes under the JVM.
+        shutil.rmtree(self.private_artifact, ignore_errors=True)
+        self.private_artifact.mkdir()
+        if deployed["artifact"]["kind"] == "directory":
+            shutil.copytree(artifact, self.private_artifact / artifact.name)
+        else:
+            shutil.copyfile(artifact, self.private_artifact / artifact.name)
+        self.readiness = deployed["readiness"]
+        command = [*self.command_prefix, newest_java(), *deployed["launch"]["jvm_options"], *self.java_opts,
+                   "-jar", str(self.private_artifact / deployed["launch"]["jar"]), *deployed["launch"]["args"]]
         self.started_at = time.monotonic()
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(
@@ -312,13 +334,14 @@ class AppProcess:
             )
 
     def wait_ready(self, timeout_s: float = APP_READY_TIMEOUT_S) -> None:
-        """Poll /health/ready until 200; the first 200 marks the start time to first request."""
+        """Poll the manifest's readiness endpoint until it answers its status (/health/ready, 200 for
+        the project's apps); the first such answer marks the start time to first request."""
         deadline = self.started_at + timeout_s
         while True:
             if self.running.poll() is not None:
                 raise RuntimeError(f"{self.app} exited with {self.running.returncode}:\n{self.log_tail()}")
             try:
-                if requests.get(self.base_url + "/health/ready", timeout=2).status_code == 200:
+                if requests.get(self.base_url + self.readiness["path"], timeout=2).status_code == self.readiness["status"]:
                     self.ready_after_s = time.monotonic() - self.started_at
                     return
             except requests.RequestException:
@@ -340,4 +363,5 @@ class AppProcess:
 
     def stop(self) -> None:
         terminate(self.process)
-        (self.workdir / app_jar(self.app).name).unlink(missing_ok=True)
+        shutil.rmtree(self.private_artifact, ignore_errors=True)
+        (self.workdir / "db-password").unlink(missing_ok=True)

@@ -188,11 +188,3 @@ def test_bad_scenario_input_is_refused_clearly(tmp_path: Path, extra: dict[str, 
     proc, run = load_scenario(tmp_path, **extra)
     assert proc.returncode != 0 and run == {}
     assert message in " ".join(proc.stdout.split()), proc.stdout[-3000:]
-
-
-def test_deploy_refuses_an_unknown_app_before_doing_anything() -> None:
-    proc = subprocess.run(["make", "--no-print-directory", "deploy", "APP=tomcat"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
-    assert "unknown APP 'tomcat': use APP=quarkus, APP=spring-webflux or APP=spring-mvc" in proc.stderr
-    assert "ansible-playbook" not in proc.stdout and "mvn" not in proc.stdout

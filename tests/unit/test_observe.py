@@ -208,3 +208,34 @@ def test_too_few_requests_to_tell_the_workloads_statements_from_the_exporters() 
                                                    expected_statements_per_request=found.expected_statements_per_request,
                                                    unobserved=found.unobserved), THRESHOLDS)
     assert rule.status is Status.NOT_EVALUATED and "cannot be told from the lab's own" in rule.evidence, rule
+
+
+class EmptyLab:
+    """A Prometheus that answers every query with nothing, but `up` of the app job when SCRAPED."""
+
+    def __init__(self, scraped: bool) -> None:
+        self.scraped = scraped
+        self.asked: list[str] = []
+
+    def query(self, expr: str, at: float | None = None) -> list[Sample]:
+        self.asked.append(expr)
+        return [Sample({}, 1.0)] if self.scraped and expr == 'up{job="app",application="tfb-quarkus"}' else []
+
+    def value(self, expr: str, at: float | None = None) -> float | None:
+        samples = self.query(expr, at)
+        return samples[0].value if samples else None
+
+
+def test_an_app_that_is_not_scraped_leaves_its_own_metrics_unobserved_with_that_reason() -> None:
+    """An app whose manifest declares no metrics endpoint: the figures only its metrics give are
+    unobserved because it is not scraped, and their rules are not evaluated, never failed."""
+    lab = EmptyLab(scraped=False)
+    found = observe.observe(lab, observe.Window(1000.0, 1060.0), "tfb-quarkus", {})  # type: ignore[arg-type]
+    reason = ("the app's own metrics are unobserved: Prometheus' app job has no target for tfb-quarkus (an app whose "
+              "manifest declares no metrics endpoint is not scraped)")
+    assert {name: found.unobserved[name] for name in observe.APP_METRIC_FIGURES} == dict.fromkeys(observe.APP_METRIC_FIGURES, reason)
+    assert not any("http_server_requests_seconds_count" in expr for expr in lab.asked)
+    rule = audit.same_db_work(STEADY, Observations(unobserved=found.unobserved), THRESHOLDS)
+    assert rule.status is Status.NOT_EVALUATED and reason in rule.evidence
+    scraped = observe.observe(EmptyLab(scraped=True), observe.Window(1000.0, 1060.0), "tfb-quarkus", {})  # type: ignore[arg-type]
+    assert scraped.unobserved["write_share_by_third"] == "the app tfb-quarkus exported no http_server_requests_seconds_count in the window"

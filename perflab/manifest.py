@@ -1,0 +1,838 @@
+"""App manifests: everything the lab needs to build, deploy and measure one app under test.
+
+One small YAML file per app, validated against perflab/app-manifest.schema.json (which says what
+each field allows) and then against the lab (its scenarios, its variables): apps/<name>/perflab-app.yml
+for the project's own apps (built-in), apps/peers/<name>.yml for apps it did not write (foreign),
+or any file given by its path. A wrong manifest is refused with one line per wrong field: the
+file, the field, what is wrong and what the field allows.
+
+    name: quarkus
+    artifact:                       # a jar, or a directory holding one (launch.jar names it)
+      path: target/perflab-quarkus.jar
+      build: {command: [mvn, -B, -q, package, -DskipTests], sources: [../pom.xml, pom.xml, src]}
+    launch: {jvm_options: [], args: []}
+    port: 8080
+    readiness: {path: /health/ready, status: 200}
+    metrics: {path: /metrics}       # optional: without it the app is not scraped
+    env: {PERFLAB_HTTP_PORT: "${http_port}", PERFLAB_DB_HOST: "${db_host}", PERFLAB_DB_PASSWORD: "${db_password}"}
+    scenarios: [greeting, zipcodes]
+    variants:
+      dispatch:
+        default: io
+        options: {io: {env: {PERFLAB_GREETING_DISPATCH: io}}, worker: {env: {PERFLAB_GREETING_DISPATCH: worker}}}
+
+Two kinds of ${...}: in `env` and `launch` (and a variant's options) they are the lab's variables
+(LAB_VARIABLES), filled in when the app is deployed, so that an app with other variable names or
+written for another database is pointed at the lab's; ${db_password} only as a whole env value,
+so that the password stays in the app's 0600 environment file. In `artifact` they read the
+controller's environment, ${VAR} or ${VAR:-default} (`make deploy VAR=...` sets one). `$$` is a
+literal `$` in both.
+
+The command line (`perflab app ...`, registered in perflab/cli.py), which Make and role `app` call:
+  perflab app list [--names] [--scenario S] [--builtin]     the apps, or those claiming scenario S
+  perflab app show APP [--variant K=V ...] [--lab K=V ...] [--scenario S] [--json]
+      the app's deploy variables (what role `app` deploys) with the chosen variants; --lab gives
+      the lab's variables their values; --scenario refuses an app that does not claim S
+  perflab app build APP [--variant K=V ...]
+      runs the manifest's build when the artifact is missing or older than its sources; checks
+      that the artifact exists afterwards
+  perflab app pack APP --output FILE.tar
+      a directory artifact as one tar, rewritten only when its content changed (role `app` copies it)
+APP is a manifest's name or the path of a manifest file.
+
+Exit codes: 0 done; 1 the build failed or left no artifact; 2 refused: an unknown app, a wrong
+manifest, an unknown variant, an unclaimed scenario, an environment variable that is not set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import yaml  # type: ignore[import-untyped]
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS_DIR = ROOT / "apps"
+PEERS_DIR = APPS_DIR / "peers"
+SCENARIOS_DIR = ROOT / "scenarios"
+MANIFEST_FILE = "perflab-app.yml"
+SCHEMA_FILE = Path(__file__).resolve().with_name("app-manifest.schema.json")
+
+EXIT_OK = 0
+EXIT_BUILD_FAILED = 1
+EXIT_REFUSED = 2
+
+# The lab's variables a manifest's env and launch may use, with what role `app` gives them.
+LAB_VARIABLES = {
+    "http_port": "the port the app listens on (the manifest's port)",
+    "db_host": "the database's address",
+    "db_port": "the database's port",
+    "db_name": "the database's name",
+    "db_user": "the apps' database user",
+    "db_password": "that user's password (only as a whole env value: it stays in the 0600 environment file)",
+    "db_password_file": "a file on the app host holding that password, readable by the app",
+    "db_ca_file": "the lab CA (PEM) on the app host, which the database server's certificate is checked against",
+    "db_pool_size": "the most database connections the app's pool may open",
+}
+PASSWORD = "db_password"
+PASSWORD_FILE = "db_password_file"
+
+
+class ManifestError(ValueError):
+    """A manifest, or what was asked of it, is refused; one line per problem."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = tuple(problems)
+
+
+class BuildError(RuntimeError):
+    """The artifact could not be built, or is missing after its build."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The model: what a valid manifest holds (the schema's fields, test_manifest checks they agree)
+
+
+@dataclass(frozen=True)
+class Build:
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: str
+    dir: str = "."
+    build: Build | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    jar: str | None = None
+    jvm_options: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Readiness:
+    path: str
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class Metrics:
+    path: str
+
+
+@dataclass(frozen=True)
+class Option:
+    env: dict[str, str] = field(default_factory=dict)
+    jvm_options: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    java: int | None = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    default: str
+    options: dict[str, Option]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    artifact: Artifact
+    port: int
+    readiness: Readiness
+    scenarios: tuple[str, ...]
+    file: Path  # where it was read from: not a field of the file
+    description: str = ""
+    java: int = 17
+    launch: Launch = Launch()
+    metrics: Metrics | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    variants: dict[str, Variant] = field(default_factory=dict)
+
+    @property
+    def builtin(self) -> bool:
+        """One of the project's own apps: apps/<name>/perflab-app.yml."""
+        return self.file.name == MANIFEST_FILE and self.file.parent.parent == APPS_DIR
+
+
+def _from_document(data: dict[str, Any], file: Path) -> Manifest:
+    """A Manifest from a document the schema accepted."""
+    artifact, launch = data["artifact"], data.get("launch", {})
+    build = artifact.get("build")
+
+    def option(o: dict[str, Any]) -> Option:
+        return Option(dict(o.get("env", {})), tuple(o.get("jvm_options", ())), tuple(o.get("args", ())), o.get("java"))
+
+    return Manifest(
+        name=data["name"],
+        artifact=Artifact(artifact["path"], artifact.get("dir", "."), None if build is None else Build(
+            tuple(build["command"]), dict(build.get("env", {})), tuple(build.get("sources", ())))),
+        port=data["port"],
+        readiness=Readiness(data["readiness"]["path"], data["readiness"].get("status", 200)),
+        scenarios=tuple(data["scenarios"]),
+        file=file,
+        description=data.get("description", ""),
+        java=data.get("java", 17),
+        launch=Launch(launch.get("jar"), tuple(launch.get("jvm_options", ())), tuple(launch.get("args", ()))),
+        metrics=Metrics(data["metrics"]["path"]) if "metrics" in data else None,
+        env=dict(data.get("env", {})),
+        variants={name: Variant(v["default"], {o: option(spec) for o, spec in v["options"].items()},
+                                v.get("description", ""))
+                  for name, v in data.get("variants", {}).items()},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and checking a manifest
+
+
+def shown(path: Path) -> str:
+    """A path as messages show it: relative to the working directory where it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]
+    """YAML that refuses a key given twice (PyYAML would keep the last silently)."""
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{key!r} is given twice: give each field once", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def schema() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return document
+
+
+def _field(path: Sequence[Any]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(the file)"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    return {str: "a string", int: "a number", float: "a number", list: "a list", dict: "a mapping",
+            type(None): "empty"}.get(type(value), type(value).__name__)
+
+
+_TYPES = {"string": "a string", "integer": "a whole number", "array": "a list", "object": "a mapping"}
+
+
+def _value(value: Any) -> str:
+    return repr(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else _kind(value)
+
+
+def _resolve_ref(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        target: dict[str, Any] = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _allowed(root: dict[str, Any], path: Sequence[Any]) -> str:
+    """What the field at PATH allows: its description in the schema (the innermost one that has one)."""
+    node, description = root, root.get("description", "")
+    for part in path:
+        node = _resolve_ref(root, node)
+        if isinstance(part, int):
+            node = node.get("items", {})
+        elif part in node.get("properties", {}):
+            node = node["properties"][part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return str(description)
+        description = node.get("description") or _resolve_ref(root, node).get("description", description)
+    return str(description)
+
+
+def _schema_problems(root: dict[str, Any], error: Any) -> Iterator[tuple[str, str]]:
+    """(field, what is wrong and what it allows) for one jsonschema error."""
+    path, keyword, instance = list(error.absolute_path), error.validator, error.instance
+    if "propertyNames" in error.relative_schema_path:
+        name = f"{path and _field(path) + '.' or ''}{instance}"
+        yield name, f"{_value(instance)} is not allowed as a name here; allowed: {error.schema.get('description', '')}"
+        return
+    if keyword == "required":
+        for missing in error.validator_value:
+            if missing not in instance:
+                yield _field([*path, missing]), f"missing; allowed: {_allowed(root, [*path, missing])}"
+        return
+    if keyword == "additionalProperties" and error.validator_value is False:
+        known = list(error.schema.get("properties", {}))
+        for extra in instance:
+            if extra not in known:
+                yield _field([*path, extra]), f"unknown field; the fields here are {', '.join(known)}"
+        return
+    allowed = _allowed(root, path)
+    if keyword == "type":
+        problem = f"{_value(instance)} is {_kind(instance)}, not {_TYPES.get(error.validator_value, error.validator_value)}"
+    elif keyword in ("minItems", "minLength", "minProperties"):
+        problem = "is empty"
+    elif keyword == "uniqueItems":
+        problem = "lists an entry more than once"
+    elif keyword in ("minimum", "maximum"):
+        problem = f"{instance} is out of range"
+    elif keyword == "pattern":
+        problem = f"{_value(instance)} is not allowed"
+    else:
+        problem = str(error.message)
+    yield _field(path), f"{problem}; allowed: {allowed}"
+
+
+def scenario_names() -> list[str]:
+    return sorted(p.stem for p in SCENARIOS_DIR.glob("*.yml"))
+
+
+_VARIABLE = re.compile(r"\$(\$|\{([^}]*)\}|\{)")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _expand(text: str, value_of: Callable[[str], str]) -> str:
+    """TEXT with every ${...} replaced by value_of(what is inside) and $$ by $; ValueError for an unclosed ${."""
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) == "$":
+            return "$"
+        if match.group(2) is None:
+            raise ValueError("has a '${' without its '}' (write $$ for a literal $)")
+        return value_of(match.group(2))
+    return _VARIABLE.sub(one, text)
+
+
+def _lab_variable_problems(text: str, whole_env_value: bool) -> list[str]:
+    problems: list[str] = []
+
+    def check(name: str) -> str:
+        if name not in LAB_VARIABLES:
+            problems.append(f"${{{name}}} is not a lab variable; the lab's variables are "
+                            f"{', '.join('${' + v + '}' for v in LAB_VARIABLES)} (write $$ for a literal $)")
+        elif name == PASSWORD and not (whole_env_value and text == "${db_password}"):
+            problems.append("${db_password} may only be a whole env value (so that the password stays in the app's "
+                            "0600 environment file); an app that reads the password from a file gets ${db_password_file}")
+        return ""
+    try:
+        _expand(text, check)
+    except ValueError as error:
+        problems.append(str(error))
+    return problems[:1]
+
+
+def _environment_problems(text: str) -> list[str]:
+    problems: list[str] = []
+
+    def check(expression: str) -> str:
+        name = expression.split(":-", 1)[0]
+        if not _ENV_NAME.match(name):
+            problems.append(f"${{{expression}}} is not ${{VAR}} or ${{VAR:-default}} with VAR an environment variable's name")
+        return ""
+    try:
+        _expand(text, check)
+    except ValueError as error:
+        problems.append(str(error))
+    return problems[:1]
+
+
+def _place_name(file: Path) -> str | None:
+    """The name a manifest's place gives it, when it is in one of the places APP= searches."""
+    resolved = file.resolve()
+    if resolved.name == MANIFEST_FILE and resolved.parent.parent == APPS_DIR.resolve():
+        return resolved.parent.name
+    if resolved.parent == PEERS_DIR.resolve() and resolved.suffix == ".yml":
+        return resolved.stem
+    return None
+
+
+def _lab_problems(data: dict[str, Any], file: Path) -> Iterator[tuple[str, str]]:
+    """What the schema cannot know: the lab's scenarios, variables, variant defaults, the name's place."""
+    place = _place_name(file)
+    if place is not None and data["name"] != place:
+        yield "name", (f"{data['name']!r} is not the name its place gives it, {place!r}: a manifest under apps/ is "
+                       "named after its place (apps/<name>/perflab-app.yml, apps/peers/<name>.yml); rename one of them")
+    known = scenario_names()
+    for index, scenario in enumerate(data["scenarios"]):
+        if scenario not in known:
+            yield f"scenarios[{index}]", f"{scenario!r} is not a scenario; allowed: one of {', '.join(known)}"
+    texts: list[tuple[str, str, bool]] = [(f"env.{k}", v, True) for k, v in data.get("env", {}).items()]
+    for key in ("jvm_options", "args"):
+        texts += [(f"launch.{key}[{i}]", v, False) for i, v in enumerate(data.get("launch", {}).get(key, ()))]
+    for name, variant in data.get("variants", {}).items():
+        if variant["default"] not in variant["options"]:
+            yield f"variants.{name}.default", (f"{variant['default']!r} is not one of its options; allowed: one of "
+                                               f"{', '.join(variant['options'])}")
+        for option, spec in variant["options"].items():
+            where = f"variants.{name}.options.{option}"
+            texts += [(f"{where}.env.{k}", v, True) for k, v in spec.get("env", {}).items()]
+            for key in ("jvm_options", "args"):
+                texts += [(f"{where}.{key}[{i}]", v, False) for i, v in enumerate(spec.get(key, ()))]
+    for where, text, whole in texts:
+        for problem in _lab_variable_problems(text, whole):
+            yield where, problem
+    artifact = data["artifact"]
+    build = artifact.get("build", {})
+    controller = [("artifact.path", artifact["path"]), ("artifact.dir", artifact.get("dir", "."))]
+    controller += [(f"artifact.build.command[{i}]", v) for i, v in enumerate(build.get("command", ()))]
+    controller += [(f"artifact.build.env.{k}", v) for k, v in build.get("env", {}).items()]
+    controller += [(f"artifact.build.sources[{i}]", v) for i, v in enumerate(build.get("sources", ()))]
+    for where, text in controller:
+        for problem in _environment_problems(text):
+            yield where, problem
+
+
+def load(file: Path) -> Manifest:
+    """The manifest in FILE; ManifestError with one line per wrong field."""
+    where = shown(file)
+    try:
+        data = yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    except OSError as error:
+        raise ManifestError([f"{where}: cannot be read: {error.strerror}"]) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ManifestError([f"{where}: not valid YAML{line}: {getattr(error, 'problem', None) or error}"]) from None
+    if not isinstance(data, dict):
+        raise ManifestError([f"{where}: not a mapping of fields but {_kind(data)}; see perflab/app-manifest.schema.json"])
+    root = schema()
+    problems: dict[str, str] = {}
+    for wrong in sorted(jsonschema.Draft202012Validator(root).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        for name, problem in _schema_problems(root, wrong):
+            problems.setdefault(name, problem)
+    if not problems:
+        for name, problem in _lab_problems(data, file):
+            problems.setdefault(name, problem)
+    if problems:
+        raise ManifestError([f"{where}: {name}: {problem}" for name, problem in problems.items()])
+    return _from_document(data, file.resolve())
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding an app
+
+
+def known() -> dict[str, Path]:
+    """Every manifest in the places APP= searches, by the name its place gives it."""
+    found = {p.parent.name: p for p in sorted(APPS_DIR.glob(f"*/{MANIFEST_FILE}"))}
+    found.update({p.stem: p for p in sorted(PEERS_DIR.glob("*.yml")) if p.stem not in found})
+    return dict(sorted(found.items()))
+
+
+def is_path(app: str) -> bool:
+    return "/" in app or app.endswith((".yml", ".yaml"))
+
+
+def resolve(app: str) -> Manifest:
+    """The manifest APP names (apps/<APP>/perflab-app.yml, apps/peers/<APP>.yml) or that is at path APP."""
+    if is_path(app):
+        file = Path(app)
+        if not file.is_file():
+            raise ManifestError([f"no manifest at {app}: APP= takes a manifest's name ({', '.join(known())}) "
+                                 "or the path of a manifest file"])
+        return load(file)
+    names = known()
+    if app not in names:
+        given = f"unknown app {app!r}" if app else "no app given"
+        raise ManifestError([f"{given}: the known apps are {', '.join(names)} (APP= takes one of them or the path "
+                             "of a manifest file)"])
+    return load(names[app])
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants
+
+
+def choose(manifest: Manifest, selections: Sequence[str], strict: bool = True) -> dict[str, str]:
+    """Every variant's option: the default unless SELECTIONS ("key=value", or "value" where one
+    variant has such an option) chooses another. strict=False skips a key the app has no variant
+    for (make compare: THREADS= concerns only the apps with threads)."""
+    chosen = {name: variant.default for name, variant in manifest.variants.items()}
+    offered = "; ".join(f"{n}: {'|'.join(v.options)}" for n, v in manifest.variants.items()) or "none"
+    for selection in selections:
+        key, equals, value = selection.partition("=")
+        if not equals:
+            holders = [n for n, v in manifest.variants.items() if selection in v.options]
+            if not holders and not strict:
+                continue
+            if len(holders) != 1:
+                raise ManifestError([f"{manifest.name}: variant option {selection!r} "
+                                     f"{'is ambiguous' if holders else 'is unknown'}; give key=value: the variants are {offered}"])
+            key, value = holders[0], selection
+        if key not in manifest.variants:
+            if not strict:
+                continue
+            raise ManifestError([f"{manifest.name} has no variant {key!r}: its variants are {offered}"])
+        if value not in manifest.variants[key].options:
+            raise ManifestError([f"{manifest.name}: variant {key} has no option {value!r}: "
+                                 f"use one of {', '.join(manifest.variants[key].options)}"])
+        chosen[key] = value
+    return chosen
+
+
+def variant_selections(text: str) -> list[str]:
+    """VARIANT="threads=virtual dispatch=worker" (also commas) as selections."""
+    return [part for part in re.split(r"[\s,]+", text) if part]
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the artifact is, building it
+
+
+def _environment_value(expression: str, environ: Mapping[str, str], where: str) -> str:
+    name, has_default, default = expression.partition(":-")
+    if name in environ and environ[name] != "":
+        return environ[name]
+    if has_default:
+        return default
+    raise ManifestError([f"{where}: ${{{name}}} is not set in the environment: set it (e.g. make deploy {name}=...) "
+                         f"or give a default, ${{{name}:-...}}"])
+
+
+def _controller_text(manifest: Manifest, text: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    values = os.environ if environ is None else environ
+    return _expand(text, lambda expression: _environment_value(expression, values, f"{shown(manifest.file)}: {where}"))
+
+
+def artifact_dir(manifest: Manifest, environ: Mapping[str, str] | None = None) -> Path:
+    directory = Path(_controller_text(manifest, manifest.artifact.dir, "artifact.dir", environ))
+    return (manifest.file.parent / directory).resolve()
+
+
+def artifact_path(manifest: Manifest, environ: Mapping[str, str] | None = None) -> Path:
+    return artifact_dir(manifest, environ) / _controller_text(manifest, manifest.artifact.path, "artifact.path", environ)
+
+
+def _newest(path: Path) -> float:
+    """The newest modification time of a file, or of the files below a directory (as make's
+    prerequisites were: a directory's own time changes with no source changing)."""
+    if not path.is_dir():
+        return path.stat().st_mtime
+    return max((p.stat().st_mtime for p in path.rglob("*") if p.is_file()), default=0.0)
+
+
+def artifact_problem(manifest: Manifest, path: Path) -> str | None:
+    """Why the artifact at PATH cannot be deployed, or None."""
+    jar = manifest.launch.jar
+    if jar is None:
+        if not path.is_file():
+            return f"the jar {shown(path)} does not exist" + (" (it is a directory: name the jar in it in launch.jar)"
+                                                              if path.is_dir() else "")
+        return None
+    if not path.is_dir():
+        return f"the directory {shown(path)} does not exist" + (" (it is a file: leave out launch.jar)" if path.exists() else "")
+    if not (path / jar).is_file():
+        return f"launch.jar {jar!r} is not a file in {shown(path)}"
+    return None
+
+
+def build_reason(manifest: Manifest, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the artifact must be built now, or None when it is up to date (or cannot be built)."""
+    build, path = manifest.artifact.build, artifact_path(manifest, environ)
+    if build is None:
+        return None
+    if not path.exists():
+        return f"{shown(path)} is missing"
+    base = artifact_dir(manifest, environ)
+    newest, newest_source = _newest(path), 0.0
+    for index, source in enumerate(build.sources):
+        source_path = base / _controller_text(manifest, source, f"artifact.build.sources[{index}]", environ)
+        if not source_path.exists():
+            raise ManifestError([f"{shown(manifest.file)}: artifact.build.sources[{index}]: {shown(source_path)} does "
+                                 "not exist; allowed: files or directories relative to artifact.dir"])
+        newest_source = max(newest_source, _newest(source_path))
+    return f"{shown(path)} is older than its sources" if newest_source > newest else None
+
+
+def build(manifest: Manifest, say: Callable[[str], None] = print) -> Path:
+    """Build the artifact when it is missing or older than its sources; the artifact's path.
+    BuildError when the build fails or leaves no artifact."""
+    path, reason = artifact_path(manifest), build_reason(manifest)
+    if reason is not None and manifest.artifact.build is not None:
+        spec = manifest.artifact.build
+        where = artifact_dir(manifest)
+        command = [_controller_text(manifest, c, f"artifact.build.command[{i}]") for i, c in enumerate(spec.command)]
+        env = dict(os.environ)
+        env.update({k: _controller_text(manifest, v, f"artifact.build.env.{k}") for k, v in spec.env.items()})
+        say(f"perflab app: building {manifest.name} ({reason}): {' '.join(command)} in {shown(where)}")
+        try:
+            done = subprocess.run(command, cwd=where, env=env, check=False)
+        except OSError as error:
+            raise BuildError(f"{manifest.name}: the build could not start: {' '.join(command)} in {shown(where)}: "
+                             f"{error.strerror}") from None
+        if done.returncode != 0:
+            raise BuildError(f"{manifest.name}: the build failed (exit {done.returncode}): {' '.join(command)} in "
+                             f"{shown(where)}")
+    problem = artifact_problem(manifest, path)
+    if problem is not None:
+        how = ("after its build: check artifact.path and launch.jar in " if manifest.artifact.build is not None else
+               "and its manifest has no build: build it, or fix artifact.path in ")
+        raise BuildError(f"{manifest.name}: {problem} {how}{shown(manifest.file)}")
+    return path
+
+
+def pack(manifest: Manifest, output: Path) -> bool:
+    """A directory artifact as one tar at OUTPUT (entries sorted, times and owners zeroed, so the
+    same content gives the same bytes); rewritten only when its content changed. True when written."""
+    source = artifact_path(manifest)
+    problem = artifact_problem(manifest, source)
+    if problem is not None or manifest.launch.jar is None:
+        raise BuildError(f"{manifest.name}: nothing to pack: {problem or 'the artifact is a jar, not a directory'}")
+
+    def normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+        info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
+        return info
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
+    os.close(handle)
+    try:
+        with tarfile.open(temporary, "w", format=tarfile.PAX_FORMAT) as tar:
+            for directory, subdirectories, files in os.walk(source):
+                subdirectories.sort()
+                here = Path(directory)
+                tar.add(here, arcname=str(source.name / here.relative_to(source)), recursive=False, filter=normal)
+                for name in sorted(files):
+                    tar.add(here / name, arcname=str(source.name / here.relative_to(source) / name), filter=normal)
+        if output.is_file() and _digest(output) == _digest(Path(temporary)):
+            return False
+        os.replace(temporary, output)
+        return True
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# What role `app` deploys
+
+
+def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[str, str],
+                port: int | None = None) -> dict[str, Any]:
+    """The deployment of MANIFEST with VARIANTS (from choose()): artifact, launch, endpoints and the
+    app's environment with the lab's variables filled in from LAB (one not given stays ${name});
+    the variables whose value is ${db_password} are listed apart (password_env), never valued.
+    PORT moves an app that reads ${http_port} to another port (the contract suite's free port)."""
+    unknown = sorted(set(lab) - set(LAB_VARIABLES))
+    if unknown:
+        raise ManifestError([f"unknown lab variable(s) {', '.join(unknown)}: the lab's variables are {', '.join(LAB_VARIABLES)}"])
+    options = [manifest.variants[name].options[value] for name, value in variants.items()]
+    env = dict(manifest.env)
+    for option in options:
+        env.update(option.env)
+    jvm_options = [*manifest.launch.jvm_options, *(o for option in options for o in option.jvm_options)]
+    args = [*manifest.launch.args, *(a for option in options for a in option.args)]
+    texts = [*env.values(), *jvm_options, *args]
+    if port is not None and port != manifest.port and not any("${http_port}" in text for text in texts):
+        raise ManifestError([f"{manifest.name} listens on port {manifest.port}: its manifest passes no ${{http_port}} "
+                             "to the app, so it cannot be moved to another port"])
+    values = {"http_port": str(port or manifest.port), **lab}
+
+    def fill(text: str) -> str:
+        return _expand(text, lambda name: values.get(name, "${" + name + "}"))
+
+    path = artifact_path(manifest)
+    directory = manifest.launch.jar is not None
+    return {
+        "name": manifest.name,
+        "manifest": _recorded(manifest.file),
+        "builtin": manifest.builtin,
+        "java": max([manifest.java, *(o.java for o in options if o.java is not None)]),
+        "artifact": {"path": str(path), "kind": "directory" if directory else "jar", "name": path.name},
+        "launch": {"jar": f"{path.name}/{manifest.launch.jar}" if directory else path.name,
+                   "jvm_options": [fill(o) for o in jvm_options], "args": [fill(a) for a in args]},
+        "port": port or manifest.port,
+        "readiness": dataclasses.asdict(manifest.readiness),
+        "metrics": None if manifest.metrics is None else dataclasses.asdict(manifest.metrics),
+        "env": {name: fill(value) for name, value in env.items() if value != "${" + PASSWORD + "}"},
+        "password_env": [name for name, value in env.items() if value == "${" + PASSWORD + "}"],
+        "password_file": any("${" + PASSWORD_FILE + "}" in text for text in texts),
+        "scenarios": list(manifest.scenarios),
+        "variants": dict(variants),
+    }
+
+
+def _recorded(file: Path) -> str:
+    """A manifest's path as a deployment records it: relative to the checkout when inside it."""
+    try:
+        return str(file.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(file.resolve())
+
+
+def claiming(scenario: str) -> list[Manifest]:
+    """Every known app whose manifest claims SCENARIO; ManifestError for a manifest that is wrong."""
+    manifests, problems = loaded()
+    if problems:
+        raise ManifestError(problems)
+    return [m for m in manifests if scenario in m.scenarios]
+
+
+def loaded() -> tuple[list[Manifest], list[str]]:
+    """Every known app's manifest, and the problems of those that are wrong."""
+    manifests: list[Manifest] = []
+    problems: list[str] = []
+    for file in known().values():
+        try:
+            manifests.append(load(file))
+        except ManifestError as error:
+            problems += error.problems
+    return manifests, problems
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `perflab app` to the CLI."""
+    app = commands.add_parser(
+        "app", help="the apps under test, from their manifests: list, show (the deploy variables), build, pack",
+        description="App manifests (perflab/manifest.py): apps/<name>/perflab-app.yml, apps/peers/<name>.yml, or a file "
+                    "given by its path.",
+        epilog="exit codes: 0 done; 1 the build failed or left no artifact; 2 refused (unknown app, wrong manifest, "
+               "unknown variant, unclaimed scenario)",
+    )
+    sub = app.add_subparsers(required=True, metavar="ACTION")
+    listing = sub.add_parser("list", help="the known apps (apps/*/perflab-app.yml, apps/peers/*.yml)")
+    listing.add_argument("--names", action="store_true", help="names only, one a line")
+    listing.add_argument("--scenario", metavar="S", help="only the apps that claim scenario S")
+    listing.add_argument("--builtin", action="store_true", help="only the project's own apps (apps/<name>/)")
+    listing.set_defaults(command=_list)
+    show = sub.add_parser("show", help="the deploy variables of APP with its variants")
+    _add_app(show)
+    show.add_argument("--lab", action="append", default=[], metavar="K=V",
+                      help=f"a lab variable's value (repeatable): {', '.join(LAB_VARIABLES)}")
+    show.add_argument("--scenario", metavar="S", help="refuse the app unless it claims scenario S")
+    show.add_argument("--json", action="store_true", help="print JSON (what role app reads)")
+    show.set_defaults(command=_show)
+    building = sub.add_parser("build", help="build APP's artifact when missing or older than its sources")
+    _add_app(building)
+    building.set_defaults(command=_build)
+    packing = sub.add_parser("pack", help="a directory artifact as one tar, rewritten only when it changed")
+    packing.add_argument("app", metavar="APP", help="a manifest's name or path")
+    packing.add_argument("--output", type=Path, required=True, metavar="FILE.tar")
+    packing.set_defaults(command=_pack)
+
+
+def _add_app(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("app", metavar="APP", help="a manifest's name or path")
+    parser.add_argument("--variant", action="append", default=[], metavar="K=V",
+                        help="choose a variant's option (repeatable; several in one, space-separated, as VARIANT=)")
+
+
+def _refuse(error: Exception) -> int:
+    for line in str(error).splitlines():
+        print(f"perflab app: {line}", file=sys.stderr)
+    return EXIT_REFUSED
+
+
+def _chosen(manifest: Manifest, args: argparse.Namespace) -> dict[str, str]:
+    return choose(manifest, [s for text in args.variant for s in variant_selections(text)])
+
+
+def _list(args: argparse.Namespace) -> int:
+    manifests, problems = loaded()
+    chosen = [m for m in manifests if (not args.scenario or args.scenario in m.scenarios) and (m.builtin or not args.builtin)]
+    rows = [[m.name, "built-in" if m.builtin else "foreign", _recorded(m.file), " ".join(m.scenarios),
+             " ".join(f"{n}={'|'.join(v.options)}" for n, v in m.variants.items()) or "-"] for m in chosen]
+    if args.names:
+        print("".join(f"{row[0]}\n" for row in rows), end="")
+    elif rows:
+        rows.insert(0, ["app", "kind", "manifest", "scenarios", "variants"])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return _refuse(ManifestError(problems)) if problems else EXIT_OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    try:
+        manifest = resolve(args.app)
+        if args.scenario and args.scenario in scenario_names() and args.scenario not in manifest.scenarios:
+            raise ManifestError([f"{manifest.name} does not claim scenario {args.scenario!r}: it claims "
+                                 f"{', '.join(manifest.scenarios)} ({shown(manifest.file)}, scenarios)"])
+        lab = dict(_key_value(text, "--lab") for text in args.lab)
+        document = deploy_vars(manifest, _chosen(manifest, args), lab)
+    except ManifestError as error:
+        return _refuse(error)
+    if args.json:
+        print(json.dumps(document))
+    else:
+        print(yaml.safe_dump(document, sort_keys=False, default_flow_style=False), end="")
+    return EXIT_OK
+
+
+def _key_value(text: str, option: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals:
+        raise ManifestError([f"{option} {text!r}: give KEY=VALUE"])
+    return key, value
+
+
+def _build(args: argparse.Namespace) -> int:
+    try:
+        manifest = resolve(args.app)
+        _chosen(manifest, args)
+        path = build(manifest)
+    except ManifestError as error:
+        return _refuse(error)
+    except BuildError as error:
+        print(f"perflab app: {error}", file=sys.stderr)
+        return EXIT_BUILD_FAILED
+    print(f"perflab app: {manifest.name}: {shown(path)} is ready")
+    return EXIT_OK
+
+
+def _pack(args: argparse.Namespace) -> int:
+    try:
+        written = pack(resolve(args.app), args.output)
+    except ManifestError as error:
+        return _refuse(error)
+    except BuildError as error:
+        print(f"perflab app: {error}", file=sys.stderr)
+        return EXIT_BUILD_FAILED
+    print(f"{'written' if written else 'unchanged'}: {args.output}")
+    return EXIT_OK

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""The bench's verify phase, on the db host: send the plan's requests, count the DB's statements.
+
+Reads a plan (perflab verify plan, perflab/verify.py) on stdin or from --plan FILE and, for each
+request type in it: a warm-up (not counted: twice as many requests as are in flight, it opens
+as many of the app's DB connections as a burst can use, so that no counted burst sees one being
+opened), then for each measured burst the server's Com_select/insert/update/delete read three
+times: before an idle interval as long as the previous burst, after it, and after the burst
+(one session of the client, each reading timed at its middle). The idle interval is the lab's
+own statements at rest (mysqld_exporter's scrapes, any keep-alive); perflab verify check takes it
+off. The bursts after the first are there to see past those: a burst with nothing at rest that
+counted exactly the plan's statements ends its type's bursts. Before the first type it reads the counters three times back to back: the reader's own statements
+per reading. It prints one JSON document (perflab-verify-results): per type every answer (status,
+headers, body up to the plan's max_body_bytes) and the counters' deltas with the intervals'
+lengths. Judging is perflab verify check's, on the controller.
+
+The counters are read with the local client (`mysql`, as root over the unix socket, as the
+bench's other steps on the db host do; --client and --client-arg change that), so this runs
+where the statements are counted. Standard library only (Python >= 3.8).
+
+Exit status: 0 the results are printed (whatever they show); 2 a plan it cannot use; 3 the
+counters cannot be read. Either failure is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
+
+PROG = "verify_app"
+RESULTS_FORMAT = "perflab-verify-results"
+PLAN_FORMAT = "perflab-verify-plan"
+FORMAT_VERSION = 1
+KINDS = ("select", "insert", "update", "delete")
+STATUS_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
+              + ", ".join("'Com_%s'" % kind for kind in KINDS) + ")")
+# The idle interval: as long as the burst before it, within these bounds (seconds).
+IDLE_MIN_S = 0.05
+IDLE_MAX_S = 0.5
+# Each header value is kept up to this many characters.
+MAX_HEADER_CHARS = 512
+CLIENT_TIMEOUT_S = 30
+
+
+class Refused(Exception):
+    """The plan or the counters cannot be used: one line, and the exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Counters:
+    """The server's Com_* counters through one session of the local client, each reading timed at its
+    middle (one client for every reading: a client started per reading costs tens of milliseconds)."""
+
+    def __init__(self, client: List[str]) -> None:
+        self.name = client[0]
+        command = client + ["--batch", "--skip-column-names", "--unbuffered"]
+        try:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)
+        except OSError as exc:
+            raise Refused("cannot read the server's counters with %s: %s" % (self.name, exc), 3) from None
+        self.lines: "queue.Queue[Optional[str]]" = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _refuse(self, why: str) -> Refused:
+        self.close()
+        assert self.process.stderr is not None
+        last = (self.process.stderr.read().strip().splitlines() or [why])[-1]
+        return Refused("cannot read the server's counters with %s: %s" % (self.name, last), 3)
+
+    def read(self) -> Tuple[float, Dict[str, int]]:
+        assert self.process.stdin is not None
+        started = time.monotonic()
+        try:
+            self.process.stdin.write(STATUS_SQL + ";\n")
+            self.process.stdin.flush()
+        except OSError:
+            raise self._refuse("the client exited") from None
+        values = {}
+        for _ in KINDS:
+            try:
+                line = self.lines.get(timeout=CLIENT_TIMEOUT_S)
+            except queue.Empty:
+                raise self._refuse("no answer in %d s" % CLIENT_TIMEOUT_S) from None
+            if line is None:
+                raise self._refuse("the client exited")
+            name, _, value = line.partition("\t")
+            values[name.strip().lower()[len("com_"):]] = value.strip()
+        at = (started + time.monotonic()) / 2
+        try:
+            return at, {kind: int(values[kind]) for kind in KINDS}
+        except (KeyError, ValueError):
+            raise Refused("the server's status has no whole Com_%s counters: %r" % ("/".join(KINDS), values), 3) from None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+
+
+def delta(before: Dict[str, int], after: Dict[str, int]) -> Dict[str, int]:
+    return {kind: after[kind] - before[kind] for kind in KINDS}
+
+
+class Sender:
+    """Sends requests to the app, `concurrency` in flight, each worker on its own keep-alive connection."""
+
+    def __init__(self, base_url: str, concurrency: int, timeout_s: float, max_body: int) -> None:
+        parts = urlsplit(base_url)
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or ""
+        self.port = parts.port or (443 if self.https else 80)
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_body = max_body
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self.https:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s)
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+
+    def _one(self, connection: http.client.HTTPConnection, request: Dict[str, Any]) -> Dict[str, Any]:
+        body = request.get("body")
+        payload = body.encode("utf-8") if isinstance(body, str) else None
+        started = time.monotonic()
+        try:
+            connection.request(request["method"], request["path"], body=payload, headers=request.get("headers", {}))
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException, socket.timeout) as exc:
+            connection.close()
+            return {"error": "%s: %s" % (type(exc).__name__, exc), "seconds": round(time.monotonic() - started, 6)}
+        headers: Dict[str, str] = {}
+        for name, value in response.getheaders():
+            name = name.lower()
+            headers[name] = (headers[name] + ", " + value if name in headers else value)[:MAX_HEADER_CHARS]
+        return {
+            "status": response.status, "headers": headers,
+            "body": data[:self.max_body].decode("utf-8", errors="replace"), "body_bytes": len(data),
+            "truncated": len(data) > self.max_body, "seconds": round(time.monotonic() - started, 6),
+        }
+
+    def send(self, requests: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Every request's answer, in the requests' order."""
+        answers: List[Optional[Dict[str, Any]]] = [None] * len(requests)
+        lock = threading.Lock()
+        pending = iter(range(len(requests)))
+
+        def worker() -> None:
+            connection = self._connection()
+            try:
+                while True:
+                    with lock:
+                        index = next(pending, None)
+                    if index is None:
+                        return
+                    answers[index] = self._one(connection, requests[index])
+            finally:
+                connection.close()
+
+        workers = [threading.Thread(target=worker) for _ in range(min(self.concurrency, len(requests)))]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        return [answer if answer is not None else {"error": "not sent"} for answer in answers]
+
+
+def statuses(answers: List[Dict[str, Any]]) -> Dict[str, int]:
+    counted: Dict[str, int] = {}
+    for answer in answers:
+        key = str(answer["status"]) if "status" in answer else "no answer"
+        counted[key] = counted.get(key, 0) + 1
+    return counted
+
+
+def clean(attempt: Dict[str, Any], own: Dict[str, int], expected: Dict[str, Any]) -> bool:
+    """Nothing at rest and exactly the plan's statements in the burst: the further bursts, which are
+    there to see past the lab's own statements, would add nothing (judging is the controller's)."""
+    requests = len(attempt["responses"])
+    return all(attempt["idle"][kind] == own[kind] and attempt["burst"][kind] - own[kind] == expected[kind] * requests
+               for kind in KINDS)
+
+
+def verify_type(planned: Dict[str, Any], sender: Sender, counters: Counters, own: Dict[str, int]) -> Dict[str, Any]:
+    started = time.monotonic()
+    warmup = sender.send(planned["warmup"])
+    warmup_s = previous_s = time.monotonic() - started
+    attempts = []
+    for burst in planned["bursts"]:
+        at_0, before_idle = counters.read()
+        time.sleep(min(IDLE_MAX_S, max(IDLE_MIN_S, previous_s)))
+        at_1, before_burst = counters.read()
+        answers = sender.send(burst)
+        at_2, after_burst = counters.read()
+        attempts.append({
+            "idle_s": round(at_1 - at_0, 6), "idle": delta(before_idle, before_burst),
+            "burst_s": round(at_2 - at_1, 6), "burst": delta(before_burst, after_burst),
+            "responses": answers,
+        })
+        previous_s = at_2 - at_1
+        if clean(attempts[-1], own, planned["expect"]["statements"]):
+            break
+    return {
+        "name": planned["name"],
+        "warmup": {"requests": len(warmup), "seconds": round(warmup_s, 6), "answers": statuses(warmup)},
+        "attempts": attempts,
+    }
+
+
+def own_statements(counters: Counters) -> Dict[str, int]:
+    """The reader's own statements per reading: the least of two back-to-back deltas."""
+    _, first = counters.read()
+    _, second = counters.read()
+    _, third = counters.read()
+    return {kind: min(second[kind] - first[kind], third[kind] - second[kind]) for kind in KINDS}
+
+
+def check_plan(plan: Any) -> Dict[str, Any]:
+    if not isinstance(plan, dict) or plan.get("format") != PLAN_FORMAT or plan.get("version") != FORMAT_VERSION:
+        raise Refused("not a %s document, version %d (perflab verify plan writes one)" % (PLAN_FORMAT, FORMAT_VERSION), 2)
+    url = urlsplit(str(plan.get("base_url", "")))
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise Refused("the plan's base_url is not http(s)://host[:port]: %r" % plan.get("base_url"), 2)
+    for name in ("concurrency", "max_body_bytes"):
+        if not isinstance(plan.get(name), int) or plan[name] < 1:
+            raise Refused("the plan's %s is not a whole number >= 1" % name, 2)
+    if not isinstance(plan.get("timeout_s"), (int, float)) or plan["timeout_s"] <= 0:
+        raise Refused("the plan's timeout_s is not a number > 0", 2)
+    types = plan.get("types")
+    if not isinstance(types, list):
+        raise Refused("the plan has no list of types", 2)
+    for planned in types:
+        requests = [planned.get("warmup")] + list(planned.get("bursts") or []) if isinstance(planned, dict) else []
+        if not (requests and isinstance(planned.get("name"), str) and planned.get("bursts")
+                and all(isinstance(r, list) and r and all(isinstance(q, dict) and isinstance(q.get("method"), str)
+                                                          and isinstance(q.get("path"), str) for q in r)
+                        for r in requests)):
+            raise Refused("the plan's type %r needs a name, a warm-up and bursts of requests with a method and a "
+                          "path" % (planned.get("name") if isinstance(planned, dict) else planned), 2)
+        statements = (planned.get("expect") or {}).get("statements") if isinstance(planned.get("expect"), dict) else None
+        if not (isinstance(statements, dict)
+                and all(isinstance(statements.get(kind), (int, float)) for kind in KINDS)):
+            raise Refused("the plan's type %r has no expected statements per request" % planned["name"], 2)
+    return plan
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="verify_app.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plan", default="-", metavar="FILE", help="the plan (default: stdin)")
+    parser.add_argument("--client", default="mysql", help="the DB's command-line client (default: mysql)")
+    parser.add_argument("--client-arg", action="append", default=[], metavar="ARG",
+                        help="an option of the client, e.g. --client-arg=--socket=/run/mysqld/mysqld.sock (repeatable)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        try:
+            text = sys.stdin.read() if args.plan == "-" else open(args.plan, encoding="utf-8").read()
+            plan = check_plan(json.loads(text))
+        except (OSError, ValueError) as exc:
+            raise Refused("cannot read the plan %s: %s" % (args.plan, exc), 2) from None
+        sender = Sender(plan["base_url"], plan["concurrency"], float(plan["timeout_s"]), plan["max_body_bytes"])
+        started = time.monotonic()
+        counters = Counters([args.client] + args.client_arg)
+        try:
+            own = own_statements(counters)
+            types = [verify_type(planned, sender, counters, own) for planned in plan["types"]]
+        finally:
+            counters.close()
+    except Refused as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return exc.status
+    print(json.dumps({
+        "format": RESULTS_FORMAT, "version": FORMAT_VERSION, "host": socket.gethostname(),
+        "seconds": round(time.monotonic() - started, 3), "own": own, "types": types,
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""roles/app/files/perflab-app-ready, the app host's readiness probe, against stand-ins for systemctl
+and journalctl and a local HTTP server: it waits for the manifest's readiness status, records start
+to ready, and an app that does not start is one message with its exit status and its last log
+lines, the unit stopped rather than left restarting."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PROBE = Path(__file__).resolve().parents[2] / "roles" / "app" / "files" / "perflab-app-ready"
+
+FAKE_SYSTEMCTL = """\
+import json, os, sys, time
+state_file = os.environ["FAKE_SYSTEMD"]
+with open(state_file) as f:
+    state = json.load(f)
+args = sys.argv[1:]
+with open(state_file + ".log", "a") as log:
+    log.write(" ".join(args) + "\\n")
+if args[0] in ("restart", "stop"):
+    if args[0] == "restart":
+        state["props"].update(state.pop("after_restart", {}))
+        state["props"]["ExecMainStartTimestampMonotonic"] = str(time.monotonic_ns() // 1000)
+    with open(state_file, "w") as f:
+        json.dump(state, f)
+    sys.exit(0)
+# "later": what systemd reports from the second question on (the app exited after the first).
+state["calls"] = state.get("calls", 0) + 1
+if state["calls"] >= 2:
+    state["props"].update(state.pop("later", {}))
+with open(state_file, "w") as f:
+    json.dump(state, f)
+names = [a.split("=", 1)[1] for a in args if a.startswith("--property=")]
+if "--property" in args:
+    names.append(args[args.index("--property") + 1])
+if "--value" in args:
+    print(state["props"].get(names[0], ""))
+else:
+    for name in names:
+        print(f"{name}={state['props'].get(name, '')}")
+"""
+FAKE_JOURNALCTL = "print('Starting the app\\njava.lang.IllegalStateException: PERFLAB_DB_PASSWORD is not set')\n"
+
+
+class Answer(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[http.server.HTTPServer]:
+    answering = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    thread = threading.Thread(target=answering.serve_forever, daemon=True)
+    thread.start()
+    yield answering
+    answering.shutdown()
+    answering.server_close()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def probe(tmp_path: Path, url: str, props: dict[str, str], after_restart: dict[str, str], *args: str,
+          later: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, code in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
+        (bin_dir / name).write_text(f"#!{sys.executable}\n{code}")
+        (bin_dir / name).chmod(0o755)
+    state = tmp_path / "systemd.json"
+    state.write_text(json.dumps({"props": {"ExecMainPID": "4242", "ExecMainStartTimestamp": "Mon 2026-11-23 10:00:00 UTC",
+                                           **props}, "after_restart": after_restart, "later": later or {}}))
+    (tmp_path / "app.json").write_text(json.dumps({"app": "tfb-quarkus", "profile": "default"}))
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_SYSTEMD=str(state))
+    return subprocess.run(
+        [sys.executable, str(PROBE), "--restart", f"--url={url}", "--deployment", str(tmp_path / "app.json"),
+         "--fact-file", str(tmp_path / "facts" / "perflab_app.fact"), "--interval=0.01", *args],
+        env=env, capture_output=True, text=True, timeout=60)
+
+
+RUNNING = {"ActiveState": "active", "SubState": "running", "NRestarts": "0", "ExecMainStatus": "0"}
+
+
+def test_ready_at_the_manifests_status_records_start_to_ready(tmp_path: Path, server: http.server.HTTPServer) -> None:
+    Answer.status = 204
+    url = f"http://127.0.0.1:{server.server_port}/plaintext"
+    done = probe(tmp_path, url, RUNNING, {}, "--status=204")
+    assert done.returncode == 0, done.stderr
+    fact = json.loads((tmp_path / "facts" / "perflab_app.fact").read_text())
+    assert fact["app"] == "tfb-quarkus" and fact["main_pid"] == 4242 and 0 <= fact["start_to_ready_ms"] < 5000
+    assert json.loads(done.stdout) == fact
+
+
+def test_an_answer_with_another_status_is_not_ready(tmp_path: Path, server: http.server.HTTPServer) -> None:
+    Answer.status = 503
+    done = probe(tmp_path, f"http://127.0.0.1:{server.server_port}/health/ready", RUNNING, {}, "--timeout=1")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"http://127.0.0.1:{server.server_port}/health/ready did not answer 200 within 1 s; "
+                                  "perflab-app is stopped\nlast lines of the perflab-app journal:\nStarting the app\n")
+    assert (tmp_path / "systemd.json.log").read_text().splitlines()[-1] == "stop perflab-app"
+
+
+def test_an_app_that_exits_at_start_is_its_exit_status_and_last_log_lines_at_once(tmp_path: Path) -> None:
+    """systemd restarts an app that exits (Restart=on-failure): the probe does not wait its timeout out."""
+    url = f"http://127.0.0.1:{closed_port()}/health/ready"
+    exiting = {"ActiveState": "activating", "SubState": "auto-restart", "NRestarts": "1", "ExecMainStatus": "1"}
+    done = probe(tmp_path, url, RUNNING, exiting, "--timeout=60")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"perflab-app: the app exited with status 1 (unit activating/auto-restart) before {url} answered 200; "
+        "perflab-app is stopped\nlast lines of the perflab-app journal:\nStarting the app\n"
+        "java.lang.IllegalStateException: PERFLAB_DB_PASSWORD is not set\n\n")
+    # Caught between two polls: systemd restarted it since the probe's restart (NRestarts grew).
+    restarted_since = {"ActiveState": "activating", "SubState": "start", "NRestarts": "1", "ExecMainStatus": "1"}
+    done = probe(tmp_path, url, RUNNING, {}, "--timeout=60", later=restarted_since)
+    assert done.returncode == 1 and done.stderr.startswith(
+        f"perflab-app: the app exited with status 1 (unit activating/start) before {url} answered 200"), done.stderr

@@ -1,0 +1,534 @@
+"""App manifests (perflab/manifest.py): the schema and the model agree, every wrong field is one
+message naming the file, the field, what is wrong and what is allowed, variants resolve, and the
+three built-in apps render the deployment role `app` made before manifests (same environment,
+JVM options, jar, endpoints)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import dataclasses
+import json
+import os
+import re
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+import yaml  # type: ignore[import-untyped]
+
+from perflab import cli, manifest
+from perflab.manifest import Manifest, ManifestError
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILTIN = ("quarkus", "spring-mvc", "spring-webflux")
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml"))
+
+# What role app passes as the lab's variables (roles/app/vars/main.yml __app_lab, its defaults).
+LAB = {"db_host": "db.example", "db_port": "3306", "db_name": "perflab", "db_user": "perflab",
+       "db_password_file": "/etc/perflab/db-password", "db_ca_file": "/etc/perflab/db-ca.crt", "db_pool_size": "16"}
+
+
+def role_env_before_manifests(dispatch: str = "io", threads: str = "platform", max_threads: str = "200") -> dict[str, str]:
+    """The environment role app wrote for every app before manifests (its vars/main.yml __app_env
+    with the defaults of defaults/main.yml; app_quarkus_greeting_dispatch, app_spring_mvc_threads
+    and app_spring_mvc_max_threads were DISPATCH=, THREADS= and report 2's 400), the password apart."""
+    return {
+        "PERFLAB_HTTP_PORT": "8080", "PERFLAB_DB_HOST": "db.example", "PERFLAB_DB_PORT": "3306",
+        "PERFLAB_DB_NAME": "perflab", "PERFLAB_DB_USER": "perflab", "PERFLAB_DB_CA_FILE": "/etc/perflab/db-ca.crt",
+        "PERFLAB_DB_POOL_SIZE": "16", "PERFLAB_GREETING_DISPATCH": dispatch, "PERFLAB_THREADS": threads,
+        "PERFLAB_MAX_THREADS": max_threads,
+    }
+
+
+def app_sources(app: str) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in (ROOT / "apps" / app / "src").rglob("*") if p.is_file())
+
+
+def valid() -> dict[str, Any]:
+    """A manifest with every field, the base of the bad-input cases."""
+    return {
+        "name": "demo", "description": "a demo", "java": 21,
+        "artifact": {"path": "target/demo.jar", "dir": ".", "build": {"command": ["true"], "env": {"A": "b"}, "sources": ["src"]}},
+        "launch": {"jvm_options": ["-Xss1m"], "args": ["--port=${http_port}"]},
+        "port": 8080,
+        "readiness": {"path": "/health/ready", "status": 200},
+        "metrics": {"path": "/metrics"},
+        "env": {"DB_HOST": "${db_host}", "DB_PASSWORD": "${db_password}"},
+        "scenarios": ["greeting"],
+        "variants": {"threads": {"description": "d", "default": "platform",
+                                 "options": {"platform": {}, "virtual": {"env": {"T": "v"}, "java": 21}}}},
+    }
+
+
+def write(tmp_path: Path, document: Any, name: str = "demo.yml") -> Path:
+    file = tmp_path / name
+    file.write_text(document if isinstance(document, str) else yaml.safe_dump(document, sort_keys=False))
+    return file
+
+
+def problems(tmp_path: Path, document: Any) -> tuple[str, ...]:
+    with pytest.raises(ManifestError) as refused:
+        manifest.load(write(tmp_path, document))
+    return refused.value.problems
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema and the model
+
+
+def test_the_schema_is_a_valid_json_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(manifest.schema())
+
+
+def _schema_fields(node: dict[str, Any], root: dict[str, Any]) -> set[str]:
+    node = manifest._resolve_ref(root, node)
+    return set(node["properties"])
+
+
+@pytest.mark.parametrize(("model", "path"), [
+    (Manifest, []), (manifest.Artifact, ["artifact"]), (manifest.Build, ["artifact", "build"]),
+    (manifest.Launch, ["launch"]), (manifest.Readiness, ["readiness"]), (manifest.Metrics, ["metrics"]),
+    (manifest.Variant, ["variants", "*"]), (manifest.Option, ["variants", "*", "options", "*"]),
+])
+def test_the_schema_and_the_model_name_the_same_fields(model: type, path: list[str]) -> None:
+    root = manifest.schema()
+    node = root
+    for part in path:
+        node = manifest._resolve_ref(root, node)
+        node = node["additionalProperties"] if part == "*" else node["properties"][part]
+    model_fields = {f.name for f in dataclasses.fields(model)} - {"file"}
+    assert _schema_fields(node, root) == model_fields
+
+
+def test_a_manifest_with_every_field_loads_into_the_model(tmp_path: Path) -> None:
+    loaded = manifest.load(write(tmp_path, valid()))
+    assert loaded.artifact.build == manifest.Build(("true",), {"A": "b"}, ("src",))
+    assert loaded.launch == manifest.Launch(None, ("-Xss1m",), ("--port=${http_port}",))
+    assert loaded.variants["threads"].options["virtual"] == manifest.Option({"T": "v"}, (), (), 21)
+    assert (loaded.java, loaded.metrics, loaded.readiness) == (21, manifest.Metrics("/metrics"), manifest.Readiness("/health/ready"))
+    assert not loaded.builtin
+
+
+def test_the_builtin_apps_are_the_known_ones_and_load() -> None:
+    assert list(manifest.known()) == list(BUILTIN)
+    for name in BUILTIN:
+        loaded = manifest.resolve(name)
+        assert loaded.name == name and loaded.builtin and loaded.scenarios == tuple(SCENARIOS)
+
+
+# ---------------------------------------------------------------------------------------------
+# One message per wrong field: the file, the field, what is wrong, what is allowed
+
+
+def _without(path: list[str]) -> Any:
+    def change(doc: dict[str, Any]) -> None:
+        node = doc
+        for part in path[:-1]:
+            node = node[part]
+        del node[path[-1]]
+    return change
+
+
+def _set(path: list[Any], value: Any) -> Any:
+    def change(doc: dict[str, Any]) -> None:
+        node = doc
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+    return change
+
+
+BAD_FIELDS = [
+    (_without(["name"]), "name: missing; allowed: lower-case letters, digits and '-'"),
+    (_set(["name"], "Demo App"), "name: 'Demo App' is not allowed; allowed: lower-case letters"),
+    (_set(["prot"], 8080), "prot: unknown field; the fields here are name, description, java, artifact, launch, port"),
+    (_set(["java"], 11), "java: 11 is out of range; allowed: the lowest Java feature version the app runs on, 17..99"),
+    (_without(["artifact"]), "artifact: missing; allowed: a mapping with path (required), dir and build"),
+    (_set(["artifact"], "demo.jar"), "artifact: 'demo.jar' is a string, not a mapping; allowed: a mapping with path"),
+    (_without(["artifact", "path"]), "artifact.path: missing; allowed: the runnable jar, or the directory that holds it"),
+    (_set(["artifact", "path"], ""), "artifact.path: is empty; allowed: the runnable jar"),
+    (_set(["artifact", "dir"], "${1DIR}"), "artifact.dir: ${1DIR} is not ${VAR} or ${VAR:-default}"),
+    (_set(["artifact", "build", "command"], []), "artifact.build.command: is empty; allowed: a non-empty list of strings"),
+    (_set(["artifact", "build", "command"], "mvn package"), "artifact.build.command: 'mvn package' is a string, not a list"),
+    (_set(["artifact", "build", "sources"], ["src", 3]), "artifact.build.sources[1]: 3 is a number, not a string"),
+    (_set(["artifact", "build", "shell"], True), "artifact.build.shell: unknown field; the fields here are command, env, sources"),
+    (_set(["launch", "jar"], "../run.jar"), "launch.jar: '../run.jar' is not allowed; allowed: with a directory artifact, the jar"),
+    (_set(["launch", "jvm_options"], "-Xmx1g"), "launch.jvm_options: '-Xmx1g' is a string, not a list; allowed: a list of strings"),
+    (_set(["launch", "args"], ["--pw=${db_password}"]), "launch.args[0]: ${db_password} may only be a whole env value"),
+    (_set(["launch", "args"], ["--host=${db_hots}"]), "launch.args[0]: ${db_hots} is not a lab variable; the lab's variables are ${http_port}"),
+    (_without(["port"]), "port: missing; allowed: the TCP port the app listens on, 1..65535"),
+    (_set(["port"], "8080"), "port: '8080' is a string, not a whole number; allowed: the TCP port"),
+    (_set(["port"], 70000), "port: 70000 is out of range; allowed: the TCP port the app listens on, 1..65535"),
+    (_without(["readiness", "path"]), "readiness.path: missing; allowed: a URL path starting with '/'"),
+    (_set(["readiness", "path"], "health"), "readiness.path: 'health' is not allowed; allowed: a URL path starting with '/'"),
+    (_set(["readiness", "status"], 99), "readiness.status: 99 is out of range; allowed: the HTTP status the endpoint answers"),
+    (_set(["metrics"], {}), "metrics.path: missing; allowed: a URL path starting with '/'"),
+    (_set(["metrics"], "/metrics"), "metrics: '/metrics' is a string, not a mapping; allowed: a mapping with path (required); leave"),
+    (_set(["env", "DB_PORT"], 3306), "env.DB_PORT: 3306 is a number, not a string; allowed: a string on one line (quote numbers"),
+    (_set(["env", "1DB"], "x"), "env.1DB: '1DB' is not allowed as a name here; allowed: an environment variable's name"),
+    (_set(["env", "DB_HOST"], "${db_hots}"), "env.DB_HOST: ${db_hots} is not a lab variable"),
+    (_set(["env", "DB_URL"], "mysql://u:${db_password}@h"), "env.DB_URL: ${db_password} may only be a whole env value"),
+    (_set(["env", "DB_URL"], "mysql://${db_host"), "env.DB_URL: has a '${' without its '}' (write $$ for a literal $)"),
+    (_set(["scenarios"], []), "scenarios: is empty; allowed: a non-empty list of the scenarios the app serves"),
+    (_set(["scenarios"], ["greeting", "greeting"]), "scenarios: lists an entry more than once; allowed: a non-empty list"),
+    (_set(["scenarios"], ["greetings"]), "scenarios[0]: 'greetings' is not a scenario; allowed: one of " + ", ".join(SCENARIOS)),
+    (_set(["variants", "Threads"], {"default": "a", "options": {"a": {}}}), "variants.Threads: 'Threads' is not allowed as a name here"),
+    (_without(["variants", "threads", "default"]), "variants.threads.default: missing; allowed: the option used when none is chosen"),
+    (_set(["variants", "threads", "default"], "green"), "variants.threads.default: 'green' is not one of its options; allowed: one of platform, virtual"),
+    (_set(["variants", "threads", "options"], {}), "variants.threads.options: is empty; allowed: a non-empty mapping of option names"),
+    (_set(["variants", "threads", "options", 400], {}), "variants.threads.options.400: 400 is not allowed as a name here; allowed: an option's name"),
+    (_set(["variants", "threads", "options", "virtual", "envs"], {}), "variants.threads.options.virtual.envs: unknown field; the fields here are env, jvm_options, args, java"),
+    (_set(["variants", "threads", "options", "virtual", "java"], "21"), "variants.threads.options.virtual.java: '21' is a string, not a whole number"),
+    (_set(["variants", "threads", "options", "virtual", "env"], {"T": "${nope}"}), "variants.threads.options.virtual.env.T: ${nope} is not a lab variable"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_FIELDS, ids=[m.split(":")[0] for _, m in BAD_FIELDS])
+def test_every_wrong_field_is_one_message_with_the_file_the_field_and_what_is_allowed(
+        tmp_path: Path, change: Any, message: str) -> None:
+    document = valid()
+    change(document)
+    found = problems(tmp_path, document)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{tmp_path / 'demo.yml'}: "), found
+    assert message in found[0], found
+
+
+def test_several_wrong_fields_are_one_message_each(tmp_path: Path) -> None:
+    document = valid()
+    document["port"] = 0
+    document["readiness"]["status"] = "ok"
+    document["extra"] = 1
+    found = problems(tmp_path, document)
+    assert [line.split(": ")[1] for line in found] == ["extra", "port", "readiness.status"], found
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("name: demo\nport: 8080\nport: 8081\n", "not valid YAML at line 3: 'port' is given twice: give each field once"),
+    ("name: [demo\n", "not valid YAML at line 2"),
+    ("- name: demo\n", "not a mapping of fields but a list"),
+    ("", "not a mapping of fields but empty"),
+])
+def test_a_file_that_is_not_a_mapping_of_fields_is_one_message(tmp_path: Path, text: str, message: str) -> None:
+    found = problems(tmp_path, text)
+    assert len(found) == 1 and message in found[0], found
+
+
+def test_a_manifest_under_apps_is_named_after_its_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manifest, "APPS_DIR", tmp_path)
+    monkeypatch.setattr(manifest, "PEERS_DIR", tmp_path / "peers")
+    (tmp_path / "peers").mkdir()
+    document = valid()
+    write(tmp_path / "peers", document, "tfb-demo.yml")
+    (tmp_path / "demo").mkdir()
+    write(tmp_path / "demo", document, "perflab-app.yml")
+    assert manifest.load(tmp_path / "demo" / "perflab-app.yml").builtin
+    with pytest.raises(ManifestError) as refused:
+        manifest.resolve("tfb-demo")
+    assert refused.value.problems == (f"{tmp_path / 'peers' / 'tfb-demo.yml'}: name: 'demo' is not the name its place gives "
+                                      "it, 'tfb-demo': a manifest under apps/ is named after its place (apps/<name>/perflab-app.yml, "
+                                      "apps/peers/<name>.yml); rename one of them",)
+    assert list(manifest.known()) == ["demo", "tfb-demo"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding an app
+
+
+def test_an_unknown_app_is_one_line_listing_the_known_ones() -> None:
+    with pytest.raises(ManifestError) as refused:
+        manifest.resolve("tomcat")
+    assert refused.value.problems == ("unknown app 'tomcat': the known apps are quarkus, spring-mvc, spring-webflux "
+                                      "(APP= takes one of them or the path of a manifest file)",)
+    with pytest.raises(ManifestError, match="^no app given: the known apps are quarkus"):
+        manifest.resolve("")
+    with pytest.raises(ManifestError, match="^no manifest at apps/peers/nope.yml: APP= takes a manifest's name"):
+        manifest.resolve("apps/peers/nope.yml")
+
+
+def test_an_app_is_found_by_name_or_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert manifest.resolve("apps/quarkus/perflab-app.yml") == manifest.resolve("quarkus")
+    assert manifest.resolve(str(ROOT / "apps" / "quarkus" / "perflab-app.yml")).name == "quarkus"
+    file = write(tmp_path, valid(), "mine.yml")
+    monkeypatch.chdir(tmp_path)
+    assert manifest.resolve("mine.yml").file == file and manifest.resolve("./mine.yml").name == "demo"
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants
+
+
+def test_variants_take_their_default_unless_chosen() -> None:
+    mvc = manifest.resolve("spring-mvc")
+    assert manifest.choose(mvc, []) == {"threads": "platform", "max_threads": "200"}
+    assert manifest.choose(mvc, ["threads=virtual", "max_threads=400"]) == {"threads": "virtual", "max_threads": "400"}
+    assert manifest.choose(mvc, ["virtual"]) == {"threads": "virtual", "max_threads": "200"}  # contract's spring-mvc+virtual
+    assert manifest.choose(manifest.resolve("quarkus"), manifest.variant_selections(" dispatch=worker ")) == {"dispatch": "worker"}
+    assert manifest.choose(manifest.resolve("spring-webflux"), []) == {}
+
+
+@pytest.mark.parametrize(("app", "selections", "message"), [
+    ("quarkus", ["threads=virtual"], "quarkus has no variant 'threads': its variants are dispatch: io|worker"),
+    ("spring-webflux", ["dispatch=worker"], "spring-webflux has no variant 'dispatch': its variants are none"),
+    ("quarkus", ["dispatch=eventloop"], "quarkus: variant dispatch has no option 'eventloop': use one of io, worker"),
+    ("spring-mvc", ["green"], "spring-mvc: variant option 'green' is unknown; give key=value: the variants are "
+                              "threads: platform|virtual; max_threads: 200|400"),
+])
+def test_a_variant_the_app_does_not_have_is_refused(app: str, selections: list[str], message: str) -> None:
+    with pytest.raises(ManifestError) as refused:
+        manifest.choose(manifest.resolve(app), selections)
+    assert refused.value.problems == (message,)
+
+
+def test_make_compare_applies_a_variant_to_the_apps_that_have_it() -> None:
+    assert manifest.choose(manifest.resolve("quarkus"), ["threads=virtual", "virtual"], strict=False) == {"dispatch": "io"}
+    with pytest.raises(ManifestError, match="has no option 'fibre'"):
+        manifest.choose(manifest.resolve("spring-mvc"), ["threads=fibre"], strict=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The deployment of the built-in apps: what role app deployed before manifests
+
+
+@pytest.mark.parametrize(("app", "selections", "before"), [
+    ("quarkus", [], role_env_before_manifests()),
+    ("quarkus", ["dispatch=worker"], role_env_before_manifests(dispatch="worker")),
+    ("spring-webflux", [], role_env_before_manifests()),
+    ("spring-mvc", [], role_env_before_manifests()),
+    ("spring-mvc", ["threads=virtual"], role_env_before_manifests(threads="virtual")),
+    ("spring-mvc", ["max_threads=400"], role_env_before_manifests(max_threads="400")),
+])
+def test_the_builtin_apps_deploy_as_the_role_did_before_manifests(app: str, selections: list[str], before: dict[str, str]) -> None:
+    found = manifest.resolve(app)
+    deployed = manifest.deploy_vars(found, manifest.choose(found, selections), LAB)
+    # The same environment, in the same order, but for the settings this app never reads (the role
+    # gave every app every PERFLAB_* variable): each left out is absent from the app's sources.
+    left_out = [name for name in before if name not in deployed["env"]]
+    assert deployed["env"] == {name: value for name, value in before.items() if name not in left_out}
+    sources = app_sources(app)
+    assert all(name not in sources for name in left_out), left_out
+    assert set(left_out) == {"quarkus": {"PERFLAB_THREADS", "PERFLAB_MAX_THREADS"},
+                             "spring-mvc": {"PERFLAB_GREETING_DISPATCH"},
+                             "spring-webflux": {"PERFLAB_GREETING_DISPATCH", "PERFLAB_THREADS", "PERFLAB_MAX_THREADS"}}[app]
+    # The password as before: the env file's last line, from the controller's secret, never in the record.
+    assert deployed["password_env"] == ["PERFLAB_DB_PASSWORD"] and not deployed["password_file"]
+    # The same jar (/opt/perflab/app/perflab-<app>.jar), no JVM option or argument of its own: the
+    # unit's are the profile's alone, as before.
+    assert deployed["artifact"] == {"path": str(ROOT / "apps" / app / "target" / f"perflab-{app}.jar"), "kind": "jar",
+                                    "name": f"perflab-{app}.jar"}
+    assert deployed["launch"] == {"jar": f"perflab-{app}.jar", "jvm_options": [], "args": []}
+    # The same endpoints: port 8080, ready on /health/ready answering 200, scraped on /metrics.
+    assert (deployed["port"], deployed["readiness"], deployed["metrics"]) == (
+        8080, {"path": "/health/ready", "status": 200}, {"path": "/metrics"})
+    assert deployed["java"] == (21 if "threads=virtual" in selections else 17)
+    assert deployed["manifest"] == f"apps/{app}/perflab-app.yml" and deployed["builtin"]
+
+
+def test_a_foreign_app_is_pointed_at_the_labs_database_and_port(tmp_path: Path) -> None:
+    """TechEmpower's Quarkus as a foreign app: a quarkus-app/ directory, other variable names, no metrics."""
+    (tmp_path / "quarkus-app").mkdir()
+    (tmp_path / "quarkus-app" / "quarkus-run.jar").write_bytes(b"PK")
+    document = {
+        "name": "tfb-quarkus", "java": 21,
+        "artifact": {"dir": "${TFB_DIR:-" + str(tmp_path) + "}", "path": "quarkus-app",
+                     "build": {"command": ["mvn", "-DskipTests", "package"], "env": {"MAVEN_OPTS": "-Dnet.bytebuddy.experimental=true"}}},
+        "launch": {"jar": "quarkus-run.jar", "jvm_options": ["-Dquarkus.http.port=${http_port}"], "args": ["$$HOME"]},
+        "port": 8080, "readiness": {"path": "/plaintext"},
+        "env": {"QUARKUS_DATASOURCE_REACTIVE_URL": "mysql://${db_host}:${db_port}/${db_name}",
+                "QUARKUS_DATASOURCE_USERNAME": "${db_user}", "QUARKUS_DATASOURCE_PASSWORD": "${db_password}",
+                "PASSWORD_FILE": "${db_password_file}", "COST": "$$5"},
+        "scenarios": ["plaintext-json"],
+    }
+    found = manifest.load(write(tmp_path, document, "tfb-quarkus.yml"))
+    deployed = manifest.deploy_vars(found, manifest.choose(found, []), LAB)
+    assert deployed["artifact"] == {"path": str(tmp_path / "quarkus-app"), "kind": "directory", "name": "quarkus-app"}
+    assert deployed["launch"] == {"jar": "quarkus-app/quarkus-run.jar", "jvm_options": ["-Dquarkus.http.port=8080"], "args": ["$HOME"]}
+    assert deployed["metrics"] is None and deployed["readiness"] == {"path": "/plaintext", "status": 200}
+    assert deployed["env"] == {"QUARKUS_DATASOURCE_REACTIVE_URL": "mysql://db.example:3306/perflab", "QUARKUS_DATASOURCE_USERNAME": "perflab",
+                               "PASSWORD_FILE": "/etc/perflab/db-password", "COST": "$5"}
+    assert deployed["password_env"] == ["QUARKUS_DATASOURCE_PASSWORD"] and deployed["password_file"]
+    assert manifest.artifact_problem(found, Path(deployed["artifact"]["path"])) is None
+    moved = manifest.deploy_vars(found, {}, LAB, port=18080)
+    assert moved["port"] == 18080 and moved["launch"]["jvm_options"] == ["-Dquarkus.http.port=18080"]
+    # Without a lab value a variable stays visible as it is written (perflab app show without --lab).
+    assert manifest.deploy_vars(found, {}, {})["env"]["QUARKUS_DATASOURCE_USERNAME"] == "${db_user}"
+
+
+def test_an_app_that_is_not_told_its_port_cannot_be_moved(tmp_path: Path) -> None:
+    document = valid()
+    document["launch"]["args"] = []
+    found = manifest.load(write(tmp_path, document))
+    with pytest.raises(ManifestError, match=r"demo listens on port 8080: its manifest passes no \$\{http_port\}"):
+        manifest.deploy_vars(found, {}, LAB, port=9090)
+    with pytest.raises(ManifestError, match="unknown lab variable"):
+        manifest.deploy_vars(found, {}, {"db_hots": "x"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Building and packing the artifact
+
+
+def builder(tmp_path: Path, **artifact: Any) -> Manifest:
+    """A manifest whose build writes target/app.jar with this Python and counts its runs in builds.log."""
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "Main.java").write_text("class Main {}")
+    script = ("import os, pathlib; pathlib.Path('target').mkdir(exist_ok=True); pathlib.Path('target/app.jar').write_text('jar');"
+              "open('builds.log', 'a').write(os.environ['WHO'] + '\\n')")
+    document = valid()
+    document["artifact"] = {"path": "target/app.jar",
+                            "build": {"command": [sys.executable, "-c", script], "env": {"WHO": "${WHO:-built}"}, "sources": ["src"]},
+                            **artifact}
+    return manifest.load(write(tmp_path, document))
+
+
+def builds(tmp_path: Path) -> list[str]:
+    log = tmp_path / "builds.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def test_the_build_runs_when_the_artifact_is_missing_or_older_than_its_sources(tmp_path: Path) -> None:
+    found, said = builder(tmp_path), list[str]()
+    assert manifest.build(found, said.append) == tmp_path / "target" / "app.jar"
+    assert builds(tmp_path) == ["built"] and said[0].startswith("perflab app: building demo (") and "app.jar is missing)" in said[0]
+    manifest.build(found, said.append)
+    assert builds(tmp_path) == ["built"], "an artifact newer than its sources is not rebuilt"
+    past = time.time() - 60
+    os.utime(tmp_path / "target" / "app.jar", (past, past))
+    manifest.build(found, said.append)
+    assert builds(tmp_path) == ["built", "built"] and "is older than its sources" in said[-1]
+
+
+def test_the_build_reads_the_controllers_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WHO", "me")
+    manifest.build(builder(tmp_path), lambda _: None)
+    assert builds(tmp_path) == ["me"]
+    found = builder(tmp_path, dir="${APP_HOME}")
+    monkeypatch.delenv("APP_HOME", raising=False)
+    with pytest.raises(ManifestError, match=r"demo.yml: artifact.dir: \$\{APP_HOME\} is not set in the environment: set it "
+                                            r"\(e.g. make deploy APP_HOME=...\) or give a default, \$\{APP_HOME:-...\}"):
+        manifest.artifact_path(found)
+
+
+def test_a_failing_build_or_a_missing_artifact_is_one_clear_message(tmp_path: Path) -> None:
+    document = valid()
+    document["artifact"] = {"path": "target/app.jar", "build": {"command": [sys.executable, "-c", "raise SystemExit(3)"]}}
+    with pytest.raises(manifest.BuildError, match=r"^demo: the build failed \(exit 3\): "):
+        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+    document["artifact"]["build"]["command"] = ["true"]
+    with pytest.raises(manifest.BuildError, match=r"^demo: the jar .*target/app.jar does not exist after its build: check "
+                                                  r"artifact.path and launch.jar in "):
+        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+    document["artifact"] = {"path": "target"}
+    (tmp_path / "target").mkdir()
+    with pytest.raises(manifest.BuildError, match=r"does not exist \(it is a directory: name the jar in it in launch.jar\) and its "
+                                                  r"manifest has no build: build it, or fix artifact.path in "):
+        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+    document["launch"] = {"jar": "run.jar"}
+    with pytest.raises(manifest.BuildError, match="launch.jar 'run.jar' is not a file in"):
+        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+
+
+def test_a_directory_is_packed_into_the_same_bytes_until_its_content_changes(tmp_path: Path) -> None:
+    app = tmp_path / "build" / "quarkus-app"
+    (app / "lib").mkdir(parents=True)
+    (app / "quarkus-run.jar").write_text("run")
+    (app / "lib" / "a.jar").write_text("a")
+    document = valid()
+    document["artifact"] = {"path": "build/quarkus-app"}
+    document["launch"] = {"jar": "quarkus-run.jar"}
+    found = manifest.load(write(tmp_path, document))
+    tar = tmp_path / "out" / "demo.tar"
+    assert manifest.pack(found, tar)
+    first = tar.read_bytes()
+    time.sleep(0.01)
+    (app / "lib" / "a.jar").write_text("a")  # rewritten by a build, same content: same tar
+    assert not manifest.pack(found, tar) and tar.read_bytes() == first
+    with tarfile.open(tar) as packed:
+        assert packed.getnames() == ["quarkus-app", "quarkus-app/quarkus-run.jar", "quarkus-app/lib", "quarkus-app/lib/a.jar"]
+        assert {m.mtime for m in packed.getmembers()} == {0}
+    (app / "lib" / "b.jar").write_text("b")
+    assert manifest.pack(found, tar) and tar.read_bytes() != first
+    assert [p.name for p in tar.parent.iterdir()] == ["demo.tar"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line, as Make and role app call it
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["app", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(capsys, "list", "--names", "--builtin") == (0, "quarkus\nspring-mvc\nspring-webflux\n", "")
+    assert run_cli(capsys, "list", "--names", "--scenario", "plaintext-json")[1].split() == list(BUILTIN)
+    code, out, _ = run_cli(capsys, "show", "spring-mvc", "--json", "--variant", "threads=virtual max_threads=400",
+                           *(f"--lab={k}={v}" for k, v in LAB.items()))
+    shown = json.loads(out)
+    assert code == 0 and shown["variants"] == {"threads": "virtual", "max_threads": "400"}
+    assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
+                            if k != "PERFLAB_GREETING_DISPATCH"}
+    assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are quarkus, "
+                                                        "spring-mvc, spring-webflux (APP= takes one of them or the path of a manifest file)\n")
+    code, _, err = run_cli(capsys, "show", "quarkus", "--variant", "threads=virtual")
+    assert (code, err) == (2, "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker\n")
+
+
+def test_the_cli_refuses_an_app_that_does_not_claim_the_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = write(tmp_path, valid())
+    code, _, err = run_cli(capsys, "show", str(file), "--scenario", "zipcodes")
+    assert (code, err) == (2, f"perflab app: demo does not claim scenario 'zipcodes': it claims greeting ({file}, scenarios)\n")
+    # An unknown scenario is the loadgen role's to refuse, with its own message.
+    assert run_cli(capsys, "show", str(file), "--scenario", "nosuch")[0] == 0
+
+
+def test_the_cli_build_says_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = valid()
+    del document["artifact"]["build"]
+    code, _, err = run_cli(capsys, "build", str(write(tmp_path, document)))
+    assert code == 1 and re.fullmatch(r"perflab app: demo: the jar \S+target/demo.jar does not exist and its manifest has no "
+                                      r"build: build it, or fix artifact.path in \S+demo.yml\n", err), err
+    document["port"] = "http"
+    code, _, err = run_cli(capsys, "build", str(write(tmp_path, document)))
+    assert code == 2 and err.count("\n") == 1 and "port: 'http' is a string, not a whole number" in err
+
+
+def test_the_manifests_of_the_repository_keep_to_the_schema_file_they_name() -> None:
+    for file in manifest.known().values():
+        assert "$schema=../../perflab/app-manifest.schema.json" in file.read_text()
+        assert (file.parent / "../../perflab/app-manifest.schema.json").resolve() == manifest.SCHEMA_FILE
+        document = yaml.safe_load(file.read_text())
+        jsonschema.Draft202012Validator(manifest.schema()).validate(copy.deepcopy(document))
+
+
+def test_the_readmes_example_manifest_is_valid(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Your own app: a manifest"):]
+    example = section[section.index("```yaml\n") + len("```yaml\n"):section.index("\n```", section.index("```yaml"))]
+    found = manifest.load(write(tmp_path, example + "\n", "orders.yml"))
+    assert found.name == "orders" and found.launch.jvm_options == ("-XX:+UseSerialGC",)
+    deployed = manifest.deploy_vars(found, manifest.choose(found, ["gc=parallel"]), LAB)
+    assert deployed["env"]["SPRING_DATASOURCE_URL"] == (
+        "jdbc:mariadb://db.example:3306/perflab?sslMode=verify-ca&serverSslCert=/etc/perflab/db-ca.crt")
+    assert deployed["launch"]["jvm_options"] == ["-XX:+UseSerialGC", "-XX:+UseParallelGC"]
+    assert deployed["password_env"] == ["SPRING_DATASOURCE_PASSWORD"] and deployed["env"]["SERVER_PORT"] == "8080"
+
+
+def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variants() -> None:
+    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "scripts" / "bench_compare.py")
+    assert spec is not None and spec.loader is not None
+    compare: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    assert compare._apps("", "zipcodes", ["threads=virtual"]) == [
+        ("quarkus", "dispatch=io"), ("spring-mvc", "threads=virtual max_threads=200"), ("spring-webflux", "")]
+    assert compare._apps("spring-webflux quarkus", "greeting", ["worker"]) == [("spring-webflux", ""), ("quarkus", "dispatch=worker")]
+    with pytest.raises(ManifestError, match=r"no app of this comparison \(quarkus, spring-mvc, spring-webflux\) has the variant 'gc=g1'"):
+        compare._apps("", "zipcodes", ["gc=g1"])

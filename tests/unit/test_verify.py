@@ -1,0 +1,522 @@
+"""perflab verify: the plan of each scenario, the judgement of the db host's results, and the db-host
+script itself (roles/bench/files/verify_app.py) against a stand-in app and a stand-in DB client.
+
+The plan's requests are compared with the vegeta targets generator run as the loadgen host runs it
+(a subprocess), so the verify sends the scenario's own requests. The check's results are what a
+correct app and DB would give, then one thing broken at a time: each must fail with its one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import http.server
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perflab import verify
+from perflab.contract import OpenApi
+from perflab.observe import CONTRACT_STATEMENTS
+
+from .test_cli import perflab
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TARGETS_SCRIPT = REPO_ROOT / "roles" / "loadgen" / "files" / "vegeta" / "perflab_targets.py"
+DB_HOST_SCRIPT = REPO_ROOT / "roles" / "bench" / "files" / "verify_app.py"
+BASE_URL = "http://10.0.0.3:8080"
+KINDS = ("select", "insert", "update", "delete")
+SERVER = "perflab-test"
+DATE = "Tue, 24 Nov 2026 08:00:00 GMT"
+
+# Each scenario's request types as the verify must plan them: (name, status, statements per request).
+EXPECTED_TYPES = {
+    "zipcodes": [("GET /zipcodes/{zip}", 200, (1, 0, 0, 0)), ("POST /zipcodes", 201, (1, 1, 0, 0))],
+    "books-orders": [("GET /books", 200, (1, 0, 0, 0)), ("POST /books", 201, (0, 1, 0, 0)),
+                     ("POST /orders", 201, (2, 1, 0, 0))],
+    "greeting": [("GET /greeting/{name}", 200, (0, 0, 0, 0))],
+    "hello-latency": [("GET /hello/{latency}", 200, (0, 0, 0, 0))],
+    "plaintext-json": [("GET /plaintext", 200, (0, 0, 0, 0)), ("GET /json", 200, (0, 0, 0, 0))],
+}
+THREADS = {"zipcodes": 2, "books-orders": 2, "greeting": 2, "hello-latency": 2, "plaintext-json": 2}
+
+
+def plan_of(scenario: str, environment: Mapping[str, str] | None = None, **options: Any) -> dict[str, Any]:
+    return verify.make_plan(verify.scenario_file(scenario), BASE_URL, environment=environment or {}, **options)
+
+
+def generator_sequence(scenario: str, count: int, environment: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The targets generator's requests, run as the loadgen host runs it, with the verify's key phase."""
+    script = verify.load_scenario(verify.scenario_file(scenario))["script"]
+    done = subprocess.run(
+        [sys.executable, str(TARGETS_SCRIPT), "--script", script, "--base-url", BASE_URL, "--count", str(count),
+         "--threads", str(THREADS[scenario]), "--key-phase", str(verify.VERIFY_KEY_PHASE)],
+        capture_output=True, text=True, timeout=60, env=dict(environment or {}),
+    )
+    assert done.returncode == 0, done.stderr
+    return [verify._request(json.loads(line), BASE_URL) for line in done.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED_TYPES))
+def test_the_plan_of_each_scenario(scenario: str) -> None:
+    plan = plan_of(scenario)
+    assert (plan["format"], plan["version"], plan["scenario"], plan["base_url"]) == (
+        "perflab-verify-plan", 1, scenario, BASE_URL)
+    assert plan["skipped"] == []
+    got = [(t["name"], t["expect"]["status"], tuple(t["expect"]["statements"][k] for k in KINDS)) for t in plan["types"]]
+    assert got == EXPECTED_TYPES[scenario]
+    sequence = generator_sequence(scenario, 2000)
+    api = OpenApi()
+    for planned in plan["types"]:
+        method, route = planned["name"].split(" ", 1)
+        assert (planned["method"], planned["route"]) == (method, route)
+        # The contract's statements for this route and status (perflab/observe.py's table).
+        status_class = str(planned["expect"]["status"])
+        table = CONTRACT_STATEMENTS.get((method, route, status_class)) or CONTRACT_STATEMENTS[(method, route, "2xx")]
+        assert tuple(planned["expect"]["statements"][k] for k in KINDS) == table
+        # A warm-up that can open every connection a burst uses, then the bursts.
+        assert len(planned["warmup"]) == 2 * plan["concurrency"]
+        assert [len(b) for b in planned["bursts"]] == [plan["burst"]] * plan["attempts"]
+        # The requests are the scenario's own, in the sequence's order.
+        requests = planned["warmup"] + [r for burst in planned["bursts"] for r in burst]
+        of_type = [r for r in sequence if r["method"] == method and api.route_of(method, r["path"]) == route]
+        assert requests == of_type[:len(requests)]
+    # What the contract documents for the answer, from openapi.yaml.
+    for planned in plan["types"]:
+        content = planned["expect"]["content"]
+        assert list(content) == (["text/plain"] if planned["name"] in (
+            "GET /greeting/{name}", "GET /hello/{latency}", "GET /plaintext") else ["application/json"])
+        required = sorted(name for name, header in planned["expect"]["headers"].items() if header["required"])
+        assert required == (["Date", "Server"] if scenario == "plaintext-json" else [])
+
+
+def test_the_writes_use_fresh_keys_of_their_own() -> None:
+    plan = plan_of("zipcodes")
+    posts = next(t for t in plan["types"] if t["name"] == "POST /zipcodes")
+    zips = [json.loads(r["body"])["zip"] for r in posts["warmup"] + [r for b in posts["bursts"] for r in b]]
+    assert len(set(zips)) == len(zips) == 2 * verify.CONCURRENCY + verify.BURST * verify.ATTEMPTS
+    # KEY_PHASE 0 and 1 are the warm-up's and the measured phase's: their keys start with 0 and 1.
+    assert all(z.startswith("9") and len(z) == 10 for z in zips), zips[:3]
+    # Reads hit the seeded zips, which answer 200.
+    reads = next(t for t in plan["types"] if t["name"] == "GET /zipcodes/{zip}")
+    assert all(10000 <= int(r["path"].rsplit("/", 1)[1]) <= 49999 for r in reads["bursts"][0])
+
+
+def test_the_knobs_come_from_the_environment_as_on_the_loadgen_host() -> None:
+    greeting = plan_of("greeting", {"GREETING_NAME": "verify"})
+    assert {r["path"] for r in greeting["types"][0]["bursts"][0]} == {"/greeting/verify"}
+    hello = plan_of("hello-latency", {"LATENCY_MS": "5"})
+    assert {r["path"] for r in hello["types"][0]["bursts"][0]} == {"/hello/5"}
+    # A mix without writes: the run sends no POST, the verify none either, and says so.
+    reads_only = plan_of("zipcodes", {"WRITE_RATIO": "0"})
+    assert [t["name"] for t in reads_only["types"]] == ["GET /zipcodes/{zip}"]
+    assert reads_only["skipped"] == ["POST /zipcodes"]
+    # --env overrides the environment, as perflab_targets.py's does.
+    overridden = plan_of("greeting", {"GREETING_NAME": "verify"}, env_options=["GREETING_NAME=other"])
+    assert overridden["types"][0]["bursts"][0][0]["path"] == "/greeting/other"
+
+
+def test_smaller_bursts_on_request() -> None:
+    plan = plan_of("plaintext-json", burst=5, attempts=3, concurrency=2)
+    assert [[len(b) for b in t["bursts"]] for t in plan["types"]] == [[5, 5, 5], [5, 5, 5]]
+    assert [len(t["warmup"]) for t in plan["types"]] == [4, 4]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["plan", "no-such-scenario", "--base-url", BASE_URL], "no scenario 'no-such-scenario'"),
+        (["plan", "zipcodes", "--base-url", "ftp://app"], "--base-url must be http(s)://host[:port]"),
+        (["plan", "zipcodes", "--base-url", BASE_URL, "--env", "WRITE_RATIO=2"], "WRITE_RATIO must be in 0..1"),
+        (["plan", "zipcodes", "--base-url", BASE_URL, "--env", "RATE=5"], "--env takes NAME=VALUE"),
+    ],
+)
+def test_plan_refuses_bad_input_in_one_line(args: list[str], message: str) -> None:
+    done = perflab("verify", *args)
+    assert done.returncode == 4, done.stdout
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("perflab verify: error: "), done.stderr
+    assert message in done.stderr
+
+
+def test_plan_usage_errors() -> None:
+    done = perflab("verify", "plan", "zipcodes", "--base-url", BASE_URL, "--burst", "0")
+    assert done.returncode == 2 and "--burst: must be a whole number >= 1" in done.stderr
+
+
+# -- the check ---------------------------------------------------------------------------------
+
+
+def correct_answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """What an app that keeps the contract answers to `request` of type `name`."""
+    path = request["path"]
+    text: str
+    if name == "GET /zipcodes/{zip}":
+        text = json.dumps({"zip": path.rsplit("/", 1)[1], "city": "City-0001", "county": "County-001", "state": "CA",
+                           "timezone": "America/New_York", "type": "STANDARD"})
+    elif name in ("POST /zipcodes",):
+        text = request["body"]
+    elif name == "GET /books":
+        text = json.dumps([{"id": 1, "title": "Book 001", "author": "Author 01"}])
+    elif name in ("POST /books", "POST /orders"):
+        text = json.dumps({"id": 101, **json.loads(request["body"])})
+    elif name == "GET /greeting/{name}":
+        text = "hello " + path.rsplit("/", 1)[1]
+    elif name == "GET /hello/{latency}":
+        text = "Welcome to reactive world ~"
+    elif name == "GET /plaintext":
+        text = "Hello, World!"
+    else:
+        text = json.dumps({"message": "Hello, World!"})
+    status = 201 if name.startswith("POST") else 200
+    media = "application/json" if text.startswith(("{", "[")) else "text/plain;charset=UTF-8"
+    return {"status": status, "headers": {"content-type": media, "server": SERVER, "date": DATE},
+            "body": text, "body_bytes": len(text.encode()), "truncated": False, "seconds": 0.002}
+
+
+def results_for(plan: Mapping[str, Any], *, per_request: Callable[[str], tuple[int, ...]] | None = None,
+                answer: Callable[[str, Mapping[str, Any]], dict[str, Any]] = correct_answer,
+                idle: tuple[int, ...] = (0, 0, 0, 0), own: tuple[int, ...] = (0, 0, 0, 0)) -> dict[str, Any]:
+    """The db host's results for `plan`: every burst with `per_request` statements a request (the
+    contract's by default), `idle` at rest, `own` per reading of the counters."""
+    types = []
+    for planned in plan["types"]:
+        counts = per_request(planned["name"]) if per_request else tuple(
+            int(planned["expect"]["statements"][k]) for k in KINDS)
+        attempts = [{
+            "idle_s": 0.1, "idle": {k: own[i] + idle[i] for i, k in enumerate(KINDS)},
+            "burst_s": 0.1, "burst": {k: own[i] + counts[i] * len(burst) for i, k in enumerate(KINDS)},
+            "responses": [answer(planned["name"], request) for request in burst],
+        } for burst in planned["bursts"]]
+        types.append({"name": planned["name"], "warmup": {"requests": len(planned["warmup"]), "seconds": 0.5,
+                                                          "answers": {"200": len(planned["warmup"])}},
+                      "attempts": attempts})
+    return {"format": "perflab-verify-results", "version": 1, "host": "db1", "seconds": 1.5,
+            "own": dict(zip(KINDS, own)), "types": types}
+
+
+def judged(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[str]:
+    return [v.line for v in verify.check(plan, results)]
+
+
+def first_failure(plan: Mapping[str, Any], results: Mapping[str, Any]) -> str | None:
+    reason: str | None = verify.document(plan, results, verify.check(plan, results))["reason"]
+    return reason
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED_TYPES))
+def test_a_correct_app_passes(scenario: str) -> None:
+    plan = plan_of(scenario)
+    lines = judged(plan, results_for(plan))
+    assert [line.split(" ok: ")[0] for line in lines] == [f"verify: {name}" for name, _, _ in EXPECTED_TYPES[scenario]]
+    assert first_failure(plan, results_for(plan)) is None
+
+
+def test_a_foreign_app_without_a_db_passes_plaintext_json() -> None:
+    # TechEmpower's implementations answer /plaintext and /json and touch no DB: 0 statements expected.
+    plan = plan_of("plaintext-json")
+    assert all(t["expect"]["statements"] == dict.fromkeys(KINDS, 0.0) for t in plan["types"])
+    lines = judged(plan, results_for(plan, own=(1, 0, 0, 0)))
+    assert lines[0] == ("verify: GET /plaintext ok: 80 x 200 as the contract says; statements per request "
+                        "0.00 select, 0.00 insert, 0.00 update, 0.00 delete")
+
+
+def test_a_wrong_status_fails() -> None:
+    plan = plan_of("zipcodes")
+
+    def exists(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        return {**correct_answer(name, request), **({"status": 200} if name == "POST /zipcodes" else {})}
+
+    assert first_failure(plan, results_for(plan, answer=exists)) == (
+        "verify: POST /zipcodes answered 200, the contract says 201 for the scenario's requests "
+        "(apps/contract/README.md); body: '{\"zip\":\"90000-0017\",\"city\":\"City-0016\",\"county\":\"County-016\","
+        "\"state\":\"NY\",\"timezone\":\"America/New_York\",\"type\":\"STANDARD\"}'")
+
+
+def test_a_wrong_content_type_fails() -> None:
+    plan = plan_of("plaintext-json")
+
+    def html(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        found = correct_answer(name, request)
+        if name == "GET /json":
+            found["headers"]["content-type"] = "text/html"
+        return found
+
+    assert first_failure(plan, results_for(plan, answer=html)) == (
+        "verify: GET /json 200: Content-Type 'text/html', documented ['application/json']; "
+        "body: '{\"message\": \"Hello, World!\"}'")
+
+
+def test_a_wrong_body_shape_fails() -> None:
+    plan = plan_of("books-orders")
+
+    def wrapped(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        found = correct_answer(name, request)
+        if name == "GET /books":
+            found["body"] = json.dumps({"List": json.loads(found["body"])})
+        return found
+
+    reason = first_failure(plan, results_for(plan, answer=wrapped))
+    assert reason == ("verify: GET /books 200: body breaks openapi.yaml: {'List': [{'id': 1, 'title': 'Book 001', "
+                      "'author': 'Author 01'}]} is not of type 'array' at []; "
+                      "body: '{\"List\": [{\"id\": 1, \"title\": \"Book 001\", \"author\": \"Author 01\"}]}'")
+
+
+def test_a_missing_required_header_fails() -> None:
+    plan = plan_of("plaintext-json")
+
+    def anonymous(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        found = correct_answer(name, request)
+        del found["headers"]["server"]
+        return found
+
+    assert first_failure(plan, results_for(plan, answer=anonymous)) == (
+        "verify: GET /plaintext 200: no Server header, which openapi.yaml requires; headers: ['content-type', 'date']")
+
+
+def test_an_extra_select_per_request_fails() -> None:
+    plan = plan_of("zipcodes")
+    lines = judged(plan, results_for(plan, per_request=lambda name: (2, 0, 0, 0) if name.startswith("GET") else (1, 1, 0, 0)))
+    assert lines[0] == "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
+    assert lines[1].startswith("verify: POST /zipcodes ok: 80 x 201 as the contract says")
+
+
+def test_a_missing_insert_fails() -> None:
+    plan = plan_of("books-orders")
+    reason = first_failure(plan, results_for(plan, per_request=lambda name: {"POST /books": (0, 0, 0, 0)}.get(
+        name, tuple(int(v) for v in next(t for t in plan["types"] if t["name"] == name)["expect"]["statements"].values()))))
+    assert reason == "verify: POST /books issued 0.00 inserts per request, the contract says 1 (apps/contract/README.md)"
+
+
+def test_no_answer_fails() -> None:
+    plan = plan_of("greeting")
+
+    def refused(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        return {"error": "ConnectionRefusedError: [Errno 111] Connection refused", "seconds": 0.001}
+
+    assert first_failure(plan, results_for(plan, answer=refused)) == (
+        f"verify: GET /greeting/{{name}}: no answer from {BASE_URL}: ConnectionRefusedError: [Errno 111] Connection refused")
+
+
+def test_the_lab_at_rest_is_taken_off_and_a_scrape_in_one_interval_is_within_the_tolerance() -> None:
+    plan = plan_of("zipcodes")
+    # A steady background the idle interval sees as much of: taken off entirely.
+    steady = results_for(plan, idle=(3, 0, 0, 0))
+    for attempt in (a for t in steady["types"] for a in t["attempts"]):
+        attempt["burst"]["select"] += 3
+    assert first_failure(plan, steady) is None
+    assert verify.check(plan, steady)[0].per_request_best["select"] == pytest.approx(1.0)
+    # One mysqld_exporter scrape (about 10 selects) in a burst only, then in an idle interval only.
+    noisy = results_for(plan)
+    noisy["types"][0]["attempts"][0]["burst"]["select"] += 10
+    noisy["types"][1]["attempts"][0]["idle"]["select"] += 10
+    assert first_failure(plan, noisy) is None
+    # Beyond the tolerance in one burst but not in the other: noise, which does not repeat.
+    once = results_for(plan)
+    once["types"][0]["attempts"][0]["burst"]["select"] += 25
+    assert first_failure(plan, once) is None
+    # In every burst: the app's.
+    always = results_for(plan)
+    for attempt in always["types"][0]["attempts"]:
+        attempt["burst"]["select"] += 25
+    assert first_failure(plan, always) == (
+        "verify: GET /zipcodes/{zip} issued 1.62 selects per request, the contract says 1 (apps/contract/README.md)")
+
+
+def test_the_db_host_may_stop_after_a_clean_first_burst() -> None:
+    plan = plan_of("zipcodes")
+    results = results_for(plan)
+    for found in results["types"]:
+        del found["attempts"][1:]
+    assert first_failure(plan, results) is None
+
+
+def test_the_expectations_are_the_plans() -> None:
+    plan = plan_of("greeting")
+    results = results_for(plan)
+    mismatch = copy.deepcopy(plan)
+    mismatch["types"][0]["expect"]["statements"]["select"] = 1
+    assert first_failure(mismatch, results) == (
+        "verify: GET /greeting/{name} issued 0.00 selects per request, the contract says 1 (apps/contract/README.md)")
+    mismatch = copy.deepcopy(plan)
+    mismatch["types"][0]["expect"]["content"]["text/plain"] = {"type": "string", "pattern": "^bonjour "}
+    assert first_failure(mismatch, results) == (
+        "verify: GET /greeting/{name} 200: body breaks openapi.yaml: 'hello perflab' does not match '^bonjour ' "
+        "at []; body: 'hello perflab'")
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        (lambda r: r.update(format="other"), "the results: not a perflab-verify-results document"),
+        (lambda r: r.update(version=2), "the results: version 2, this perflab reads 1"),
+        (lambda r: r["types"].pop(), "the results have no POST /zipcodes, which the plan has"),
+        (lambda r: r["types"][0].update(attempts=[]), "the results' GET /zipcodes/{zip}: 0 bursts, the plan has 1 to 2"),
+        (lambda r: r["types"][0]["attempts"][0].update(idle_s=0),
+         "an attempt has idle_s and burst_s > 0 and at least one response"),
+        (lambda r: r["types"][0]["attempts"][0]["burst"].pop("select"), "burst: no number for select"),
+        (lambda r: r.pop("own"), "the results' own statements per reading: not an object of counters"),
+    ],
+)
+def test_results_it_cannot_use_are_bad_input(breakage: Callable[[dict[str, Any]], Any], message: str) -> None:
+    plan = plan_of("zipcodes")
+    results = results_for(plan)
+    breakage(results)
+    with pytest.raises(verify.VerifyInputError, match=".*") as raised:
+        verify.check(plan, results)
+    assert message in str(raised.value)
+
+
+def test_check_command_writes_verify_json_and_one_line(tmp_path: Path) -> None:
+    plan = plan_of("zipcodes")
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "ok.json").write_text(json.dumps(results_for(plan)))
+    done = perflab("verify", "check", tmp_path / "plan.json", tmp_path / "ok.json", "--output", tmp_path / "verify.json")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert len(done.stdout.splitlines()) == 2 and all(" ok: " in line for line in done.stdout.splitlines())
+    written = json.loads((tmp_path / "verify.json").read_text())
+    assert (written["status"], written["reason"], written["db_host"]) == ("ok", None, "db1")
+    assert [t["ok"] for t in written["types"]] == [True, True]
+    assert written["types"][0]["statements_per_request"][0] == {"select": 1.0, "insert": 0.0, "update": 0.0, "delete": 0.0}
+
+    bad = results_for(plan, per_request=lambda name: (2, 0, 0, 0) if name.startswith("GET") else (1, 1, 0, 0))
+    done = subprocess.run([sys.executable, "-m", "perflab", "verify", "check", str(tmp_path / "plan.json"), "-",
+                           "--output", str(tmp_path / "verify.json")], input=json.dumps(bad),
+                          capture_output=True, text=True, timeout=60)
+    line = "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
+    assert (done.returncode, done.stderr) == (1, line + "\n")
+    assert done.stdout.splitlines()[0] == line
+    written = json.loads((tmp_path / "verify.json").read_text())
+    assert (written["status"], written["reason"]) == ("failed", line)
+
+    (tmp_path / "broken.json").write_text("{")
+    done = perflab("verify", "check", tmp_path / "plan.json", tmp_path / "broken.json")
+    assert done.returncode == 4 and done.stderr.startswith("perflab verify: error: the results ")
+    assert "not JSON" in done.stderr and done.stderr.count("\n") == 1
+
+
+# -- the db host's script ------------------------------------------------------------------------
+
+
+def test_the_db_host_script_is_stdlib_only_old_python_and_safe_to_pass_through_ansible() -> None:
+    source = DB_HOST_SCRIPT.read_text()
+    imported = set()
+    # The db hosts' Python: Debian 12 has 3.11, Ubuntu 22.04 3.10; the script promises 3.8.
+    for node in ast.walk(ast.parse(source, feature_version=(3, 8))):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported - {"__future__"} <= sys.stdlib_module_names, imported - set(sys.stdlib_module_names)
+    # The bench passes it as `python3 -c "{{ lookup('file', ...) }}"`: nothing in it may look like a template.
+    assert "{{" not in source and "{%" not in source and "{#" not in source
+
+
+# A stand-in for the DB's client: reads statements on stdin, answers each with the counters in a file.
+FAKE_CLIENT = '''
+import json, sys
+for line in sys.stdin:
+    counters = json.load(open(sys.argv[1]))
+    for kind in ("select", "insert", "update", "delete"):
+        print("Com_%s\\t%d" % (kind, counters[kind]), flush=True)
+'''
+
+
+@contextmanager
+def stand_in_app(counters: Path, selects_per_request: int) -> Iterator[str]:
+    """An app on loopback: /plaintext and /json as the contract says, every request counted as
+    `selects_per_request` selects in the stand-in DB's counters."""
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            with lock:
+                found = json.loads(counters.read_text())
+                found["select"] += selects_per_request
+                counters.write_text(json.dumps(found))
+            body, media = ((b"Hello, World!", "text/plain") if self.path == "/plaintext"
+                           else (b'{"message":"Hello, World!"}', "application/json"))
+            self.send_response_only(200)
+            self.send_header("Content-Type", media)
+            self.send_header("Server", SERVER)
+            self.send_header("Date", self.date_time_string())
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run_db_host_script(plan: Mapping[str, Any], counters: Path) -> subprocess.CompletedProcess[str]:
+    """As the bench's task runs it: python3 -c <source>, the plan on stdin."""
+    return subprocess.run(
+        [sys.executable, "-c", DB_HOST_SCRIPT.read_text(), "--client", sys.executable, "--client-arg=-c",
+         f"--client-arg={FAKE_CLIENT}", f"--client-arg={counters}"],
+        input=json.dumps(plan), capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.mark.parametrize(("selects", "bursts", "verdict"), [
+    (0, [1, 1], None),  # clean and as expected: one burst is enough
+    (1, [2, 2], "verify: GET /plaintext issued 1.00 selects per request, the contract says 0 (apps/contract/README.md)"),
+])
+def test_the_db_host_script_sends_the_plan_and_counts(tmp_path: Path, selects: int, bursts: list[int],
+                                                       verdict: str | None) -> None:
+    counters = tmp_path / "counters.json"
+    counters.write_text(json.dumps(dict.fromkeys(KINDS, 100)))
+    with stand_in_app(counters, selects) as url:
+        plan = verify.make_plan(verify.scenario_file("plaintext-json"), url, environment={}, burst=6, concurrency=3)
+        done = run_db_host_script(plan, counters)
+    assert (done.returncode, done.stderr) == (0, "")
+    results = json.loads(done.stdout)
+    assert (results["format"], results["own"]) == ("perflab-verify-results", dict.fromkeys(KINDS, 0))
+    assert [len(t["attempts"]) for t in results["types"]] == bursts
+    first = results["types"][0]["attempts"][0]
+    assert first["burst"] == {"select": 6 * selects, "insert": 0, "update": 0, "delete": 0}
+    assert first["idle"] == dict.fromkeys(KINDS, 0) and first["idle_s"] > 0 and first["burst_s"] > 0
+    warmup = results["types"][0]["warmup"]
+    assert (warmup["requests"], warmup["answers"]) == (6, {"200": 6})
+    answer = first["responses"][0]
+    assert (answer["status"], answer["body"], answer["headers"]["server"], answer["truncated"]) == (
+        200, "Hello, World!", SERVER, False)
+    assert first_failure(plan, results) == verdict
+
+
+def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp_path: Path) -> None:
+    counters = tmp_path / "counters.json"
+    counters.write_text(json.dumps(dict.fromkeys(KINDS, 0)))
+    with stand_in_app(counters, 0) as url:
+        pass  # the app is gone: its port refuses
+    plan = verify.make_plan(verify.scenario_file("greeting"), url, environment={}, burst=2, attempts=1, concurrency=1)
+    done = run_db_host_script(plan, counters)
+    assert done.returncode == 0, done.stderr
+    answers = json.loads(done.stdout)["types"][0]["attempts"][0]["responses"]
+    assert all(a["error"].startswith("ConnectionRefusedError") for a in answers), answers
+    assert str(first_failure(plan, json.loads(done.stdout))).startswith(
+        f"verify: GET /greeting/{{name}}: no answer from {url}: ConnectionRefusedError")
+
+    refused = subprocess.run([sys.executable, str(DB_HOST_SCRIPT)], input="{}", capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 1 (perflab verify plan writes one)\n"
+    no_client = subprocess.run([sys.executable, str(DB_HOST_SCRIPT), "--client", str(tmp_path / "no-client")],
+                               input=json.dumps(plan), capture_output=True, text=True, timeout=60)
+    assert no_client.returncode == 3 and no_client.stderr.startswith("verify_app: cannot read the server's counters with ")
+    assert no_client.stderr.count("\n") == 1
