@@ -1,14 +1,21 @@
-"""Every app with every scenario: a short wrk2 run (TOOL=auto: wrk2, built from CI's mirror) completes
-with zero errors and a parsed result (vegeta's runs: tests/ssh_lab, with two loadgen hosts).
-The runs go through `make compare` (one scenario, every app in turn, same options), so its table is
-checked on the way: one row per app, each naming its run, complete, with the achieved rate."""
+"""Every app under test runs in the lab from its manifest: a short wrk2 run (TOOL=auto: wrk2, built
+from CI's mirror) is verified against the scenario's contract first (verify.json), then completes
+with zero errors and a parsed result. The scenarios with DB work (zipcodes, books-orders) run with
+every app of the project, through `make compare` (its table checked on the way: one row per app,
+each naming its run, complete, with the achieved rate); plaintext-json runs the project's apps
+beside TechEmpower's own Quarkus (a foreign app built from their checkout); greeting and
+hello-latency, DB-free like plaintext-json, run once each, on the two apps plaintext-json does not
+time (their answers are the contract suite's subject on every app; here, their wrk2 scripts and
+verify in the lab). vegeta's runs: tests/ssh_lab, with two loadgen hosts."""
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
-from bench_helpers import APPS, RESULTS, SCENARIOS, read_json, run_dirs, run_make, tail
+from bench_helpers import APPS, RESULTS, ROOT, read_json, run_dirs, run_make, tail
 
 # These runs prove that every app serves every workload without an error at the offered rate. A cold
 # JVM on a busy 2-core machine fell to 94% of it once (p90 2.2 s while Hibernate Reactive and the JIT
@@ -19,36 +26,72 @@ from bench_helpers import APPS, RESULTS, SCENARIOS, read_json, run_dirs, run_mak
 RATE, DURATION, WARMUP = 50, "10s", "5s"
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_every_app_completes_a_short_run_without_errors(scenario: str) -> None:
+# TechEmpower's FrameworkBenchmarks checkout (their frameworks/Java/quarkus is what tfb-quarkus builds):
+# CI's copy beside the clone, or PERFLAB_TFB_DIR.
+TFB_DIR = Path(os.environ.get("PERFLAB_TFB_DIR") or ROOT.parent / "shared" / "peers" / "tfb-57d92fb")
+
+
+def assert_complete_without_errors(app: str, scenario: str, name: str) -> None:
+    """results/NAME: verified, complete, every request answered without an error at the offered rate."""
+    run_dir = RESULTS / name
+    for file in ("verify.json", "wrk2-measure.txt", "wrk2-measure-percentiles.json", "context.json",
+                 "observations.json", "result.json", "audit.json"):
+        assert (run_dir / file).is_file(), f"{run_dir}/{file} is missing"
+    assert read_json(run_dir / "status.json")["status"] == "complete"
+    assert read_json(run_dir / "verify.json")["status"] == "ok", read_json(run_dir / "verify.json")
+    result = read_json(run_dir / "result.json")
+    assert result["tool"] == "wrk2" and result["target_rate"] == RATE
+    # wrk2 ran its calibration on top of DURATION, so the window it recorded is the measured phase.
+    calibration_ms = 10000 + 5 * (result["scenario"]["connections"] // result["scenario"]["threads"])
+    assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)
+    assert result["scenario"]["parameters"]["recorded_window"].endswith(result["ended_at"])
+    assert result["requests"] >= RATE * 10 * 0.9, (app, result["requests"])
+    assert not any(result["errors"].values()), (app, result["errors"])
+    assert result["scenario"]["name"] == scenario and result["scenario"]["warmup_s"] == float(WARMUP.rstrip("s"))
+    assert result["app"]["name"] == app and result["app"]["start_to_first_request_ms"] > 0
+    assert {h["tier"] for h in result["hosts"]} == {"loadgen", "db", "app"}
+    assert result["started_at"] < result["ended_at"]
+    audit = read_json(run_dir / "audit.json")
+    rules = {rule["rule"]: rule["status"] for rule in audit["rules"]}
+    assert rules["no_errors"] == "VALID" and rules["achieved_rate"] == "VALID", (app, audit)
+
+
+def compare(scenario: str, apps: tuple[str, ...], *variables: str) -> None:
+    """`make compare SCENARIO=...`: one verified, complete run per app, in APPS' order, and its table."""
     before = run_dirs()
     done = run_make("compare", f"SCENARIO={scenario}", f"RATE={RATE}", f"DURATION={DURATION}", f"WARMUP={WARMUP}",
-                    timeout=1800)
+                    *variables, timeout=2400)
     assert done.returncode == 0, tail(done.stdout, 80)
     created = sorted(run_dirs() - before)
-    assert [name.split("-", 1)[1] for name in created] == [f"{app}-{scenario}" for app in APPS], created
-    for app, name in zip(APPS, created):
-        run_dir = RESULTS / name
-        for file in ("wrk2-measure.txt", "wrk2-measure-percentiles.json", "context.json",
-                     "observations.json", "result.json", "audit.json"):
-            assert (run_dir / file).is_file(), f"{run_dir}/{file} is missing"
-        assert read_json(run_dir / "status.json")["status"] == "complete"
-        result = read_json(run_dir / "result.json")
-        assert result["tool"] == "wrk2" and result["target_rate"] == RATE
-        # wrk2 ran its calibration on top of DURATION, so the window it recorded is the measured phase.
-        calibration_ms = 10000 + 5 * (result["scenario"]["connections"] // result["scenario"]["threads"])
-        assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)
-        assert result["scenario"]["parameters"]["recorded_window"].endswith(result["ended_at"])
-        assert result["requests"] >= RATE * 10 * 0.9, (app, result["requests"])
-        assert not any(result["errors"].values()), (app, result["errors"])
-        assert result["scenario"]["name"] == scenario and result["scenario"]["warmup_s"] == float(WARMUP.rstrip("s"))
-        assert result["app"]["name"] == app and result["app"]["start_to_first_request_ms"] > 0
-        assert {h["tier"] for h in result["hosts"]} == {"loadgen", "db", "app"}
-        assert result["started_at"] < result["ended_at"]
-        audit = read_json(run_dir / "audit.json")
-        rules = {rule["rule"]: rule["status"] for rule in audit["rules"]}
-        assert rules["no_errors"] == "VALID" and rules["achieved_rate"] == "VALID", (app, audit)
+    assert [name.split("-", 1)[1] for name in created] == [f"{app}-{scenario}" for app in apps], created
+    for app, name in zip(apps, created):
+        assert_complete_without_errors(app, scenario, name)
+        result = read_json(RESULTS / name / "result.json")
         # compare's table: this app's row names its run, complete, the target and the achieved rate.
         row = re.search(rf"^{re.escape(app)}\s+{re.escape(name)}\s+complete\s+{RATE}\s+(?P<achieved>[\d.]+)\s+wrk2\s", done.stdout,
                         re.MULTILINE)
         assert row and abs(float(row["achieved"]) - result["achieved_rate"]) < 0.1, tail(done.stdout, 20)
+
+
+@pytest.mark.parametrize("scenario", ["zipcodes", "books-orders"])
+def test_every_app_completes_a_short_run_of_a_db_scenario_without_errors(scenario: str) -> None:
+    compare(scenario, APPS, f"APPS={' '.join(APPS)}")
+
+
+def test_plaintext_json_runs_ours_beside_techempowers_own_quarkus() -> None:
+    """TechEmpower's Quarkus: built from their checkout (apps/peers/tfb-quarkus.yml), deployed, verified
+    (their /plaintext answers 'Hello, world!': TechEmpower's verifier ignores the case, so does ours)."""
+    if not (TFB_DIR / "frameworks" / "Java" / "quarkus" / "pom.xml").is_file():
+        pytest.skip(f"no TechEmpower checkout at {TFB_DIR} (PERFLAB_TFB_DIR)")
+    compare("plaintext-json", tuple(sorted((*APPS, "tfb-quarkus"))), f"TFB_DIR={TFB_DIR}")
+
+
+@pytest.mark.parametrize(("scenario", "app"), [("greeting", "spring-webflux"), ("hello-latency", "spring-mvc")])
+def test_a_db_free_scenario_completes_a_short_run_without_errors(scenario: str, app: str) -> None:
+    before = run_dirs()
+    done = run_make("bench", f"APP={app}", f"SCENARIO={scenario}", f"RATE={RATE}", f"DURATION={DURATION}",
+                    f"WARMUP={WARMUP}")
+    assert done.returncode == 0, tail(done.stdout, 80)
+    created = sorted(run_dirs() - before)
+    assert len(created) == 1, created
+    assert_complete_without_errors(app, scenario, created[0])

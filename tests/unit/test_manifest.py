@@ -115,7 +115,9 @@ def test_a_manifest_with_every_field_loads_into_the_model(tmp_path: Path) -> Non
 
 
 def test_the_builtin_apps_are_the_known_ones_and_load() -> None:
-    assert list(manifest.known()) == list(BUILTIN)
+    # The project's own apps first, then the foreign ones of apps/peers/.
+    assert list(manifest.known()) == [*BUILTIN, "tfb-quarkus"]
+    assert not manifest.resolve("tfb-quarkus").builtin
     for name in BUILTIN:
         loaded = manifest.resolve(name)
         assert loaded.name == name and loaded.builtin and loaded.scenarios == tuple(SCENARIOS)
@@ -243,8 +245,8 @@ def test_a_manifest_under_apps_is_named_after_its_place(tmp_path: Path, monkeypa
 def test_an_unknown_app_is_one_line_listing_the_known_ones() -> None:
     with pytest.raises(ManifestError) as refused:
         manifest.resolve("tomcat")
-    assert refused.value.problems == ("unknown app 'tomcat': the known apps are quarkus, spring-mvc, spring-webflux "
-                                      "(APP= takes one of them or the path of a manifest file)",)
+    assert refused.value.problems == ("unknown app 'tomcat': the known apps are quarkus, spring-mvc, spring-webflux, "
+                                      "tfb-quarkus (APP= takes one of them or the path of a manifest file)",)
     with pytest.raises(ManifestError, match="^no app given: the known apps are quarkus"):
         manifest.resolve("")
     with pytest.raises(ManifestError, match="^no manifest at apps/peers/nope.yml: APP= takes a manifest's name"):
@@ -469,7 +471,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(capsys, "list", "--names", "--builtin") == (0, "quarkus\nspring-mvc\nspring-webflux\n", "")
-    assert run_cli(capsys, "list", "--names", "--scenario", "plaintext-json")[1].split() == list(BUILTIN)
+    assert run_cli(capsys, "list", "--names", "--scenario", "plaintext-json")[1].split() == [*BUILTIN, "tfb-quarkus"]
+    assert run_cli(capsys, "list", "--names", "--scenario", "zipcodes")[1].split() == list(BUILTIN)
     code, out, _ = run_cli(capsys, "show", "spring-mvc", "--json", "--variant", "threads=virtual max_threads=400",
                            *(f"--lab={k}={v}" for k, v in LAB.items()))
     shown = json.loads(out)
@@ -477,7 +480,8 @@ def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> 
     assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
                             if k != "PERFLAB_GREETING_DISPATCH"}
     assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are quarkus, "
-                                                        "spring-mvc, spring-webflux (APP= takes one of them or the path of a manifest file)\n")
+                                                        "spring-mvc, spring-webflux, tfb-quarkus (APP= takes one of them or the "
+                                                        "path of a manifest file)\n")
     code, _, err = run_cli(capsys, "show", "quarkus", "--variant", "threads=virtual")
     assert (code, err) == (2, "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker\n")
 
