@@ -237,11 +237,11 @@ watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), 
 	exec $(BIN)/perflab watch --prometheus "$$url" $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: test-bench
-test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app on the DB scenarios and beside TechEmpower's Quarkus, verify refusals, bad input, netem removal
+test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app on zipcodes, our Quarkus beside TechEmpower's, books-orders and hello-latency once, verify refusals, bad input, netem removal
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app on the DB scenarios and beside TechEmpower's Quarkus, an SSH lab with two loadgen hosts, lab-down
+test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app on zipcodes, our Quarkus beside TechEmpower's, books-orders and hello-latency once, an SSH lab with two loadgen hosts, lab-down
 	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
 	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs tests/ssh_lab
 

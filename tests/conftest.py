@@ -2,6 +2,7 @@
 per pytest session and one short benchmark run on it. See tests/labkit.py for the settings."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,3 +39,13 @@ def short_run(lab: str) -> Path:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The lifecycle tests end with lab-down: run them after every other test using the lab."""
     items.sort(key=lambda item: item.nodeid.split("::")[0].endswith("test_lab_lifecycle.py"))
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """-v lines end with the wall clock and the test's own seconds: a CI log cut off by its time
+    limit still says where the time went (the gap between two lines includes fixtures' setup,
+    such as the session's lab-up)."""
+    if report.when != "call" or hasattr(report, "wasxfail"):
+        return None
+    letter = {"passed": ".", "failed": "F", "skipped": "s"}[report.outcome]
+    return report.outcome, letter, f"{report.outcome.upper()} ({time.strftime('%H:%M:%S')}, {report.duration:.0f} s)"
