@@ -370,10 +370,11 @@ def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) ->
 
     loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
     window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
-                            quiet_s=float(inputs.get("quiet_s", 0.0)))
-    # Wait for every target's first scrape after the window and after its quiet time, and for the
-    # DB's next one (observe.REST_READ_S: the lab's own statements at rest), with a margin.
-    time.sleep(max(0.0, window.end + max(12.0, window.quiet_s + observe.REST_READ_S + 2.0) - time.time()))
+                            quiet_s=float(inputs.get("quiet_s", 0.0)),
+                            scrape_interval_s=float(inputs.get("scrape_interval_s", observe.DEFAULT_SCRAPE_INTERVAL_S)))
+    # Wait until Prometheus has scraped every target after the window and its quiet time, and the
+    # DB once more (the lab's own statements at rest).
+    time.sleep(max(0.0, window.end + window.settled_s - time.time()))
     tier_cpus = {tier: (sample["host"], tuple(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
     found = observe.observe(Prometheus(prometheus_url), window, inputs["deployment"]["app"], tier_cpus)
     sessions, sessions_reason = db_sessions(run_dir)
@@ -424,7 +425,7 @@ def _utilization(prometheus_url: str, window: observe.Window, run_dir: Path, all
         target.unlink(missing_ok=True)
         return "utilization.json not written: Prometheus had no per-tier CPU or memory in the window"
     document = {
-        "schema_version": 1, "source": prometheus_url, "start": window.start, "end": window.end, "step_s": 5.0,
+        "schema_version": 1, "source": prometheus_url, "start": window.start, "end": window.end, "step_s": window.scrape_interval_s,
         "tiers": {tier: {"allotted_cores": s.allotted_cores, "busy_cores": [list(p) for p in s.busy_cores],
                          "memory_bytes": [list(p) for p in s.memory_bytes]} for tier, s in series.items()},
     }

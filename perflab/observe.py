@@ -45,9 +45,9 @@ CONTRACT_STATEMENTS: dict[tuple[str, str, str], tuple[float, float, float, float
 }
 STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 
-# Seconds after the first reading at rest that the DB's statements are read again, for the rate
-# at which the lab alone issues them: more than one scrape interval (5 s), so a second sample.
-REST_READ_S = 6.0
+# Prometheus' scrape interval in runs whose inputs did not record it (the lab's default,
+# lab_scrape_interval_s in playbooks/group_vars/all/lab.yml).
+DEFAULT_SCRAPE_INTERVAL_S = 5.0
 
 # The figures only the app's own metrics give (its requests by route, its JIT time).
 APP_METRIC_FIGURES = ("write_share_by_third", "statements_per_request", "expected_statements_per_request", "jit_compile_s")
@@ -61,12 +61,33 @@ class Window:
     start: float  # unix seconds
     end: float
     quiet_s: float = 0.0  # seconds without load the bench left on each side of the window
+    scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S  # Prometheus' (bench-inputs.json)
 
     def __post_init__(self) -> None:
         if not self.end > self.start:
             raise ValueError(f"a window ends after it starts, not {self.start}..{self.end}")
         if self.quiet_s < 0:
             raise ValueError(f"a window's quiet time is >= 0 s, not {self.quiet_s}")
+        if not (math.isfinite(self.scrape_interval_s) and self.scrape_interval_s > 0):
+            raise ValueError(f"a scrape interval is > 0 s, not {self.scrape_interval_s}")
+
+    @property
+    def rest_read_s(self) -> float:
+        """Seconds after the first reading at rest that the DB's statements are read again, for the
+        rate at which the lab alone issues them: more than one scrape interval, so a second sample."""
+        return self.scrape_interval_s + 1.0
+
+    @property
+    def settled_s(self) -> float:
+        """Seconds after the window's end by which every target has been scraped after the window
+        and after its quiet time, and the DB once more (rest_read_s), with a margin: when
+        Prometheus has all a run's observations."""
+        return max(2 * self.scrape_interval_s + 2.0, self.quiet_s + self.rest_read_s + 2.0)
+
+    @property
+    def step(self) -> str:
+        """The scrape interval as a PromQL duration: the step of subqueries over the window."""
+        return f"{max(1, round(self.scrape_interval_s))}s"
 
     @property
     def seconds(self) -> float:
@@ -163,7 +184,7 @@ class Observer:
 
     def _over_window(self, fn: str, expr: str) -> float | None:
         """fn_over_time of a gauge over the window, e.g. avg or max."""
-        return self.prom.value(f"{fn}_over_time(({expr})[{self.window.range}:5s])", self.window.end)
+        return self.prom.value(f"{fn}_over_time(({expr})[{self.window.range}:{self.window.step}])", self.window.end)
 
     def scraped(self) -> bool:
         """Whether Prometheus' app job had this app as a target: an app whose manifest declares no
@@ -218,12 +239,12 @@ class Observer:
     def _workload_statements(self, kind: str, at_rest: float) -> tuple[float, float] | None:
         """The DB's statements of one kind from the window's start to at_rest, less the lab's own:
         mysqld_exporter's queries at every scrape (and any keep-alive) go on at rest too. Their rate is
-        read between two samples at rest, at_rest and one scrape later (REST_READ_S), and taken off
+        read between two samples at rest, at_rest and one scrape later (Window.rest_read_s), and taken off
         for the time between the first and the last sample read; at 50 req/s they were 0.03 to 0.05
         selects per request, the tolerance of same_db_work. Returns (the workload's statements,
         the lab's own between the two samples at rest: one scrape's worth)."""
         series = f'mysql_global_status_commands_total{{job="mysqld",command="{kind}"}}'
-        start, rest, later = self.window.start, at_rest, at_rest + REST_READ_S
+        start, rest, later = self.window.start, at_rest, at_rest + self.window.rest_read_s
         values = [self.prom.value(f"sum({series})", at) for at in (start, rest, later)]
         times = [self.prom.value(f"max(timestamp({series}))", at) for at in (start, rest, later)]
         if values[0] is None or values[1] is None:
@@ -343,12 +364,12 @@ class TierSeries:
     memory_bytes: tuple[tuple[float, float], ...]
 
 
-def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mapping[str, float],
-                step_s: float = 5.0) -> dict[str, TierSeries]:
-    """Per tier, busy cores and resident memory every step over the window (docs/ARCHITECTURE.md
+def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mapping[str, float]) -> dict[str, TierSeries]:
+    """Per tier, busy cores and resident memory every scrape interval over the window (docs/ARCHITECTURE.md
     utilization.json); allotted cores from perflab_host_cpus, else from allotted_fallback (the
     affinity the bench sampled); tiers without data are left out; PrometheusError when it cannot
     answer."""
+    step_s = window.scrape_interval_s
     rate_window = f"{max(15, round(3 * step_s))}s"  # three scrapes: a rate never falls between two
     busy = {s.labels.get("tier", ""): s.points
             for s in prometheus.query_range(tiers.cpu_busy_cores(rate_window), window.start, window.end, step_s)}

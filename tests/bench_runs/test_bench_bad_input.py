@@ -38,6 +38,11 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"], "app: profile 'report3' asks for 4 CPUs"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=3"],
      "bench_quiet_s must be whole seconds longer than the scrape interval (5 s), at least 6: got '3'"),
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e prometheus_scrape_interval=15s"],
+     "bench: perflab-monitoring sets prometheus_scrape_interval to '15s', but the run's windows follow lab_scrape_interval_s "
+     "(5 s). Set lab_scrape_interval_s instead."),
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=5.5"],
+     "bench: lab_scrape_interval_s must be whole seconds > 0, got '5.5'."),
 ]
 
 

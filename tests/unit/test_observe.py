@@ -122,30 +122,33 @@ def test_busy_shared_cpus_without_pool_waits_keep_the_rule_quiet() -> None:
 
 
 class ScrapedLab:
-    """Prometheus over a lab whose app and DB are scraped every 5 s at different offsets (app at
-    :x4, mysqld at :x0.5): an instant query answers each target's last sample at or before the
-    moment. Load: rate req/s of GET /zipcodes/{zip} (one select each) over the given spans; the
-    exporter's own queries: at_rest selects at every mysqld scrape."""
+    """Prometheus over a lab whose app and DB are scraped every INTERVAL seconds (the lab's default:
+    5 s) at different offsets (app at :x4, mysqld at :x0.5 by default): an instant query answers
+    each target's last sample at or before the moment. Load: rate req/s of
+    GET /zipcodes/{zip} (one select each) over the given spans; the exporter's own queries:
+    at_rest selects at every mysqld scrape."""
 
-    def __init__(self, rate: float, spans: list[tuple[float, float]], at_rest: float = 0.0) -> None:
-        self.rate, self.spans, self.at_rest = rate, spans, at_rest
+    def __init__(self, rate: float, spans: list[tuple[float, float]], at_rest: float = 0.0, interval: float = 5.0,
+                 offsets: tuple[float, float] = (4.0, 0.5)) -> None:
+        self.rate, self.spans, self.at_rest, self.interval = rate, spans, at_rest, interval
+        self.app_offset, self.db_offset = offsets
 
     def _served(self, t: float) -> float:
         return sum(self.rate * max(0.0, min(t, end) - start) for start, end in self.spans)
 
     def _last_scrape(self, t: float, offset: float) -> float:
-        return offset + 5.0 * ((t - offset) // 5.0)
+        return offset + self.interval * ((t - offset) // self.interval)
 
     def query(self, expr: str, at: float | None = None) -> list[Sample]:
         assert at is not None
-        db_scrape = self._last_scrape(at, 0.5)
+        db_scrape = self._last_scrape(at, self.db_offset)
         if "http_server_requests_seconds_count" in expr:
-            served = self._served(self._last_scrape(at, 4.0))
+            served = self._served(self._last_scrape(at, self.app_offset))
             return [Sample({"method": "GET", "uri": "/zipcodes/{zip}", "status": "200"}, served)]
         if "timestamp(" in expr:
             return [Sample({}, db_scrape)]
         if 'command="select"' in expr:
-            return [Sample({}, self._served(db_scrape) + self.at_rest * (db_scrape // 5.0))]
+            return [Sample({}, self._served(db_scrape) + self.at_rest * (db_scrape // self.interval))]
         if "mysql_global_status_commands_total" in expr:
             return [Sample({}, 0.0)]
         raise AssertionError(f"not scripted: {expr}")
@@ -193,6 +196,26 @@ def test_the_exporters_own_statements_are_not_the_workloads() -> None:
     found = statements(WithoutLaterSample(100.0, [(900.0, 993.0), (1000.5, 1010.5)], at_rest=7.0),
                        observe.Window(1000.0, 1012.0, quiet_s=7.0))
     assert found.statements_per_request is not None and found.statements_per_request.select > 1.02
+
+
+def test_statements_per_request_stay_right_at_a_15_s_scrape_interval() -> None:
+    # lab_scrape_interval_s: 15 -> the bench's quiet time is 17 s (bench_quiet_s), bench-inputs.json
+    # says 15 and the window reads at rest one scrape later (16 s), where 6 s found the same sample
+    # again and left the exporter's own 7 selects a scrape in the workload's figure.
+    # The DB is scraped at 1074 and 1089 after the window, the app at 1062 (offsets 9 s and 12 s).
+    lab = ScrapedLab(200.0, [(900.0, 983.0), (1000.5, 1059.8)], at_rest=7.0, interval=15.0, offsets=(12.0, 9.0))
+    window = observe.Window(1000.0, 1060.0, quiet_s=17.0, scrape_interval_s=15.0)
+    assert (window.rest_read_s, window.settled_s, window.step) == (16.0, 35.0, "15s")
+    found = statements(lab, window)
+    assert found.requests == pytest.approx(200.0 * 59.3)
+    assert found.statements_per_request is not None
+    assert found.statements_per_request.select == pytest.approx(1.0)
+    # The same lab read with the 5 s interval assumed: the second reading at rest is the first
+    # one again, and the exporter's statements count as the workload's.
+    assumed = statements(lab, observe.Window(1000.0, 1060.0, quiet_s=17.0))
+    assert assumed.statements_per_request is not None and assumed.statements_per_request.select > 1.002
+    with pytest.raises(ValueError, match="a scrape interval is > 0 s, not 0.0"):
+        observe.Window(1000.0, 1060.0, scrape_interval_s=0.0)
 
 
 def test_too_few_requests_to_tell_the_workloads_statements_from_the_exporters() -> None:
