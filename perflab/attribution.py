@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
-from perflab.audit import Observations, Saturation, Threshold, TierCpu, dropped_share
+from perflab.audit import Threshold, dropped_share
+from perflab.observations import Observations, Saturation, TierCpu
 from perflab.model import SCHEMA_VERSION, RunResult, dumps
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import enum
 import itertools
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
-from perflab.model import SCHEMA_VERSION, RunResult, dumps, loads, percentile_key
+from perflab.model import RunResult, percentile_key
+from perflab.observations import Observations, Saturation, StatementsPerRequest
 
 
 class Status(enum.Enum):
@@ -134,139 +134,6 @@ THRESHOLDS = Thresholds(
         "warmed-up JVM compiles almost nothing; JIT time over 1% of the window means it still was.",
     ),
 )
-
-
-@dataclass(frozen=True)
-class TierCpu:
-    """CPU of one tier's processes over the run window (process-exporter groups)."""
-
-    busy_cores: float  # average cores in use
-    allotted_cores: float  # cores the tier may use (its affinity / quota, else the host's)
-    # Seconds busy_cores is the average over (the CPU samples around the measured phase, which
-    # take in the quiet time before it); None in observations written before it was kept.
-    window_s: float | None = None
-
-    def __post_init__(self) -> None:
-        if not (self.allotted_cores > 0 and self.busy_cores >= 0):
-            raise ValueError(f"CPU use needs allotted_cores > 0 and busy_cores >= 0, not {self}")
-        if self.window_s is not None and not self.window_s > 0:
-            raise ValueError(f"a CPU window is a positive number of seconds, not {self.window_s}")
-
-    @property
-    def busy_fraction(self) -> float:
-        return self.busy_cores / self.allotted_cores
-
-    @property
-    def cpu_s(self) -> float | None:
-        """CPU seconds the tier used over its window."""
-        return None if self.window_s is None else self.busy_cores * self.window_s
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where a tier runs, from the inventory."""
-
-    tier: str
-    host: str  # inventory hostname
-    machine: str  # the physical machine (one kernel) the host runs on
-    cpus: tuple[int, ...] | None = None  # its CPU affinity; None = every CPU of the machine
-
-
-@dataclass(frozen=True)
-class DbSessions:
-    """Client sessions the DB saw during the run (the exporter's own excluded)."""
-
-    total: int
-    tls: int
-
-
-@dataclass(frozen=True)
-class StatementsPerRequest:
-    """DB statements by kind (Com_* deltas) divided by the requests of the window."""
-
-    select: float
-    insert: float
-    update: float
-    delete: float
-
-
-# Saturation's field for a k6 figure, gone with k6; observations.json written before hold it as null.
-RETIRED_SATURATION_FIELD = "loadgen_dropped_per_s"
-
-
-@dataclass(frozen=True)
-class Saturation:
-    """The queues that grow when a tier is the limit, over the run window; None = not observed."""
-
-    app_pool_waiting_avg: float | None = None  # requests waiting for a DB connection, time average
-    app_pool_waiting_max: float | None = None
-    app_pool_in_use_max: float | None = None  # DB connections lent out, at most
-    app_threads_blocked_max: float | None = None  # JVM threads BLOCKED on a monitor, at most
-    db_threads_running_avg: float | None = None  # MariaDB/MySQL threads running a statement
-    db_disk_await_ms: float | None = None  # average time an I/O of the DB's busiest disk took
-    network_link_fraction: dict[str, float] | None = None  # tier -> busiest direction / link speed
-
-
-@dataclass(frozen=True)
-class Observations:
-    """What the monitoring and the inventory saw during the run; None = not observed (and
-    `unobserved` may say why, by field name)."""
-
-    source: str = ""  # where these came from, e.g. the Prometheus URL and the window
-    loadgen_cpu: TierCpu | None = None  # with several loadgen hosts, the busiest one's (loadgen_hosts)
-    # Each loadgen host's CPU (inventory hostname -> its figure) when several shared the run; None
-    # with one host (loadgen_cpu is then its figure) and in observations written before.
-    loadgen_hosts: dict[str, TierCpu] | None = None
-    app_cpu: TierCpu | None = None
-    db_cpu: TierCpu | None = None
-    db_disk_busy: float | None = None  # fraction of the window the DB's data disk was busy
-    db_name: str | None = None  # e.g. "MariaDB 10.11 on perflab-db"
-    placements: tuple[Placement, ...] | None = None
-    warmup_s: float | None = None  # warm-up actually run before the measured window
-    write_share_by_third: tuple[float, float, float] | None = None  # writes / requests
-    db_sessions: DbSessions | None = None
-    statements_per_request: StatementsPerRequest | None = None
-    expected_statements_per_request: StatementsPerRequest | None = None  # the contract, for the mix
-    jit_compile_s: float | None = None  # JIT compile time inside the measured window
-    app_max_rss_bytes: float | None = None  # the app's largest resident memory in the window
-    cpus_busy: dict[str, float] | None = None  # tier -> fraction of its CPUs busy, any process
-    saturation: Saturation | None = None
-    unobserved: dict[str, str] = field(default_factory=dict)  # field name -> why it is None
-    schema_version: int = SCHEMA_VERSION
-
-    def __post_init__(self) -> None:
-        if self.loadgen_hosts is not None:
-            # The attribution reads loadgen_cpu alone: it must be the busiest host's, so that one
-            # saturated generator names the loadgen tier whatever the others did.
-            busiest = max((cpu.busy_fraction for cpu in self.loadgen_hosts.values()), default=None)
-            if busiest is None or self.loadgen_cpu is None or self.loadgen_cpu.busy_fraction != busiest \
-                    or self.loadgen_cpu not in self.loadgen_hosts.values():
-                raise ValueError("with loadgen_hosts (one host or more), loadgen_cpu is the busiest host's "
-                                 f"figure, not {self.loadgen_cpu}")
-        fractions = [self.db_disk_busy, *(self.write_share_by_third or ())]
-        if any(f is not None and not 0.0 <= f <= 1.0 for f in fractions):
-            raise ValueError("db_disk_busy and write_share_by_third are fractions between 0 and 1")
-        if any(s is not None and s < 0 for s in (self.warmup_s, self.jit_compile_s)):
-            raise ValueError("warmup_s and jit_compile_s are durations, never negative")
-
-    def to_json(self) -> str:
-        return dumps(self)
-
-    @classmethod
-    def from_json(cls, text: str) -> Observations:
-        """Observations as observations.json holds them, also as written before k6's retirement:
-        those carry `saturation.loadgen_dropped_per_s`, a k6 figure nothing ever filled (always
-        null; the drops are the result's dropped_iterations), which is left out."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            return loads(cls, text)  # says why it is not JSON
-        saturation = data.get("saturation") if isinstance(data, dict) else None
-        if isinstance(saturation, dict) and RETIRED_SATURATION_FIELD in saturation \
-                and saturation[RETIRED_SATURATION_FIELD] is None:
-            del saturation[RETIRED_SATURATION_FIELD]
-            text = json.dumps(data)
-        return loads(cls, text)
 
 
 def dropped_share(run: RunResult) -> float | None:

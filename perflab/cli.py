@@ -56,6 +56,7 @@ from pathlib import Path
 from perflab import audit, collect, history, manifest, report, sweep, verify, watch
 from perflab.collect import InputError
 from perflab.model import RunResult, SchemaError
+from perflab.observations import Observations
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -227,7 +228,7 @@ def _audit(args: argparse.Namespace) -> int:
     observations = None
     if args.observations is not None:
         try:
-            observations = audit.Observations.from_json(_read(args.observations))
+            observations = Observations.from_json(_read(args.observations))
         except SchemaError as exc:
             raise InputError(f"{args.observations}: not perflab observations: {exc}") from None
     verdict = audit.audit(result, observations)

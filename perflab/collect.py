@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import attribution, audit, observe, timeseries, vegeta, wrk2
-from perflab.audit import DbSessions, Observations, Placement, TierCpu
+from perflab.observations import DbSessions, Observations, Placement, TierCpu
 from perflab.model import (SCHEMA_VERSION, AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext,
                            RunResult, ScenarioRun, SchemaError)
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError

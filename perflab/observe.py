@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 
 from perflab import tiers
-from perflab.audit import THRESHOLDS, Saturation, StatementsPerRequest
+from perflab.audit import THRESHOLDS
+from perflab.observations import Saturation, StatementsPerRequest
 from perflab.prometheus import Prometheus, PrometheusError
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})

@@ -19,8 +19,6 @@ from perflab import observe
 from perflab.model import RunResult
 from perflab.prometheus import Prometheus
 
-STEP_S = 5.0
-
 
 def _unix(moment: str | None) -> float:
     assert moment is not None, "result.json has no measured window"
@@ -29,12 +27,13 @@ def _unix(moment: str | None) -> float:
 
 def main(url: str, run_dir: Path, out: Path) -> None:
     result = RunResult.from_json((run_dir / "result.json").read_text(encoding="utf-8"))
-    window = observe.Window(_unix(result.started_at), _unix(result.ended_at))
     inputs = json.loads((run_dir / "bench-inputs.json").read_text(encoding="utf-8"))
+    window = observe.Window(_unix(result.started_at), _unix(result.ended_at),
+                            scrape_interval_s=float(inputs.get("scrape_interval_s", observe.DEFAULT_SCRAPE_INTERVAL_S)))
     allotted = {tier: float(len(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
-    series = observe.utilization(Prometheus(url), window, allotted, STEP_S)
+    series = observe.utilization(Prometheus(url), window, allotted)
     document = {
-        "schema_version": 1, "source": url, "start": window.start, "end": window.end, "step_s": STEP_S,
+        "schema_version": 1, "source": url, "start": window.start, "end": window.end, "step_s": window.scrape_interval_s,
         "tiers": {tier: {"allotted_cores": s.allotted_cores, "busy_cores": [list(p) for p in s.busy_cores],
                          "memory_bytes": [list(p) for p in s.memory_bytes]} for tier, s in series.items()},
     }

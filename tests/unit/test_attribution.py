@@ -4,8 +4,9 @@ import dataclasses
 from typing import Any
 
 from perflab.attribution import THRESHOLDS, attribute
-from perflab.audit import Observations, Saturation, Threshold, TierCpu
+from perflab.audit import Threshold
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult
+from perflab.observations import Observations, Saturation, TierCpu
 
 LATENCY = LatencyDistribution(percentiles_ms={"50": 2.0, "99": 9.0}, mean_ms=2.5, max_ms=20.0)
 

@@ -10,16 +10,9 @@ from types import ModuleType
 import pytest
 
 from perflab import audit, collect, wrk2
-from perflab.audit import (
-    THRESHOLDS,
-    DbSessions,
-    Observations,
-    Placement,
-    StatementsPerRequest,
-    Status,
-    TierCpu,
-)
+from perflab.audit import THRESHOLDS, Status
 from perflab.model import ErrorCounts, RunResult, ScenarioRun, SchemaError
+from perflab.observations import DbSessions, Observations, Placement, Saturation, StatementsPerRequest, TierCpu
 
 from .helpers import WRK2_TARGET_RATES, wrk2_text
 
@@ -157,11 +150,11 @@ def test_the_dropped_share_is_of_the_offered_requests() -> None:
 
 def test_observations_written_before_the_retirement_of_k6_still_load() -> None:
     """observations.json held saturation.loadgen_dropped_per_s (a k6 figure nothing filled: null)."""
-    old = Observations(saturation=audit.Saturation(app_pool_waiting_avg=0.5)).to_json().replace(
+    old = Observations(saturation=Saturation(app_pool_waiting_avg=0.5)).to_json().replace(
         '"db_disk_await_ms": null,', '"db_disk_await_ms": null,\n    "loadgen_dropped_per_s": null,')
     assert '"loadgen_dropped_per_s": null' in old
     loaded = Observations.from_json(old)
-    assert loaded.saturation == audit.Saturation(app_pool_waiting_avg=0.5)
+    assert loaded.saturation == Saturation(app_pool_waiting_avg=0.5)
     with pytest.raises(SchemaError, match="unknown field.*loadgen_dropped_per_s"):
         Observations.from_json(old.replace('"loadgen_dropped_per_s": null', '"loadgen_dropped_per_s": 2.5'))
     with pytest.raises(SchemaError, match="not JSON"):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from perflab import wrk2
-from perflab.audit import DbSessions, Observations, TierCpu
 from perflab.model import AppSettings, RunContext, RunResult, ScenarioRun
+from perflab.observations import DbSessions, Observations, TierCpu
 
 from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
 

@@ -6,7 +6,6 @@ import json
 import pytest
 
 from perflab import wrk2
-from perflab.audit import Observations, Placement, TierCpu
 from perflab.model import (
     SCHEMA_VERSION,
     AppSettings,
@@ -18,6 +17,7 @@ from perflab.model import (
     app_variant,
     percentile_key,
 )
+from perflab.observations import Observations, Placement, TierCpu
 
 from .helpers import wrk2_text
 

@@ -7,8 +7,9 @@ import socket
 import pytest
 
 from perflab import audit, observe
-from perflab.audit import THRESHOLDS, Observations, Saturation, Status, TierCpu
+from perflab.audit import THRESHOLDS, Status
 from perflab.prometheus import Prometheus, Sample
+from perflab.observations import Observations, Saturation, StatementsPerRequest, TierCpu
 
 from .test_audit import STEADY, rule_result
 
@@ -17,7 +18,7 @@ def test_expected_statements_follow_the_mix_served() -> None:
     zipcodes = {("GET", "/zipcodes/{zip}", "200"): 300.0, ("POST", "/zipcodes", "201"): 100.0}
     expected, why = observe.expected_statements(zipcodes)
     assert why == ""
-    assert expected == audit.StatementsPerRequest(select=1.0, insert=0.25, update=0.0, delete=0.0)
+    assert expected == StatementsPerRequest(select=1.0, insert=0.25, update=0.0, delete=0.0)
     books = {("GET", "/books", "200"): 1.0, ("POST", "/books", "201"): 1.0, ("POST", "/orders", "201"): 1.0}
     expected, _ = observe.expected_statements(books)
     assert expected is not None and (expected.select, expected.insert) == (1.0, 2 / 3)
@@ -28,11 +29,11 @@ def test_techempowers_plaintext_and_json_cost_no_statement() -> None:
     (a session check, a stray query) is not doing the same work."""
     expected, why = observe.expected_statements({("GET", "/plaintext", "200"): 500.0, ("GET", "/json", "200"): 500.0})
     assert why == ""
-    assert expected == audit.StatementsPerRequest(select=0.0, insert=0.0, update=0.0, delete=0.0)
-    quiet = rule_result(audit.same_db_work, statements_per_request=audit.StatementsPerRequest(0.01, 0.0, 0.0, 0.0),
+    assert expected == StatementsPerRequest(select=0.0, insert=0.0, update=0.0, delete=0.0)
+    quiet = rule_result(audit.same_db_work, statements_per_request=StatementsPerRequest(0.01, 0.0, 0.0, 0.0),
                         expected_statements_per_request=expected)
     assert quiet.status is Status.VALID and quiet.evidence.endswith("statements per request as the contract says")
-    stray = rule_result(audit.same_db_work, statements_per_request=audit.StatementsPerRequest(0.5, 0.0, 0.0, 0.0),
+    stray = rule_result(audit.same_db_work, statements_per_request=StatementsPerRequest(0.5, 0.0, 0.0, 0.0),
                         expected_statements_per_request=expected)
     assert (stray.status, stray.evidence) == (
         Status.INVALID, "not the same work: 0.50 select statements per request where the contract says 0.00")
@@ -41,7 +42,7 @@ def test_techempowers_plaintext_and_json_cost_no_statement() -> None:
 def test_an_existing_zip_and_a_400_cost_what_the_contract_says() -> None:
     expected, _ = observe.expected_statements(
         {("POST", "/zipcodes", "200"): 1.0, ("POST", "/zipcodes", "201"): 1.0, ("GET", "/greeting/{name}", "400"): 2.0})
-    assert expected == audit.StatementsPerRequest(select=0.5, insert=0.25, update=0.0, delete=0.0)
+    assert expected == StatementsPerRequest(select=0.5, insert=0.25, update=0.0, delete=0.0)
 
 
 def test_an_ambiguous_or_unknown_route_leaves_the_expectation_unknown() -> None:
@@ -170,7 +171,7 @@ def test_statements_per_request_are_read_at_rest_on_both_targets() -> None:
     lab = ScrapedLab(200.0, [(900.0, 993.0), (1000.5, 1029.8)])
     found = statements(lab, observe.Window(1000.0, 1030.0, quiet_s=7.0))
     assert found.requests == pytest.approx(200.0 * 29.3)
-    assert found.statements_per_request == audit.StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0)
+    assert found.statements_per_request == StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0)
     assert found.expected_statements_per_request == found.statements_per_request
     # Read at the window's end instead (no quiet time), each target's last sample lags by its own
     # offset and the ratio would be off by a scrape's worth of requests (CI saw 1.11 selects per
