@@ -170,12 +170,16 @@ RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
+# REPEAT=N: each run N times on fresh JVMs (bench, compare), tagged as one repetition group; the
+# report and compare's summary give the median and the range, and say which apps cannot be told apart.
+REPEAT ?= 1
+
 .PHONY: bench
-bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [VARIANT=]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
-	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+	$(if $(filter-out 1,$(REPEAT)),$(call compare_apps,$(APP)),$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) $(BENCH_OPTIONS) $(ANSIBLE_ARGS))
 
 # `make lab`: the lab's main job from nothing, the first of the README's two commands.
 LAB_APP ?= quarkus
@@ -186,12 +190,15 @@ lab: ## Bring up the lab and run its main job: one benchmark (LAB_APP=quarkus, L
 	$(MAKE) --no-print-directory lab-up
 	$(MAKE) --no-print-directory bench APP=$(LAB_APP) SCENARIO=$(LAB_SCENARIO)
 
+# $(call compare_apps,APPS): perflab compare (perflab/compare.py) with the bench's options.
+compare_apps = $(BIN)/perflab compare --inventory "$(INVENTORY)" --scenario '$(SCENARIO)' --variants '$(VARIANTS)' \
+  --repeat '$(REPEAT)' $(if $(1),--apps '$(1)') -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+
 .PHONY: compare
 compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app claiming it (or APPS="a b") in turn under identical conditions, then a table of the results
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
-	$(BIN)/python scripts/bench_compare.py --inventory "$(INVENTORY)" --scenario '$(SCENARIO)' $(if $(APPS),--apps '$(APPS)') \
-	  --variants '$(VARIANTS)' -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
+	$(call compare_apps,$(APPS))
 
 # `make sweep`: one bench run per rate, in increasing order, until a run is incomplete, INVALID
 # or its corrected p99 exceeds the SLO (the scenario's slo_p99_ms, or SLO_P99_MS=).

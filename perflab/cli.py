@@ -53,7 +53,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, collect, history, manifest, report, sweep, verify, watch
+from perflab import audit, collect, compare, history, manifest, report, sweep, verify, watch
 from perflab.collect import InputError
 from perflab.model import RunResult, SchemaError
 from perflab.observations import Observations
@@ -134,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     history.register(commands)
     collect.register(commands)
     sweep.register(commands)
+    compare.register(commands)
     watch.register(commands)
     manifest.register(commands)
     verify.register(commands)

@@ -29,7 +29,7 @@ from typing import Any
 from perflab import attribution, audit, observe, timeseries, vegeta, wrk2
 from perflab.observations import DbSessions, Observations, Placement, TierCpu
 from perflab.model import (SCHEMA_VERSION, AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext,
-                           RunResult, ScenarioRun, SchemaError)
+                           Repetition, RunResult, ScenarioRun, SchemaError)
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 
 EXIT_COLLECTED = 0
@@ -311,7 +311,15 @@ def context(inputs: dict[str, Any]) -> RunContext:
         hosts=tuple(hosts),
         versions={k: str(v) for k, v in inputs["versions"].items() if v},
         raw_output=inputs["raw_output"],
+        repetition=_repetition(inputs.get("repetition")),
     )
+
+
+def _repetition(given: Any) -> Repetition | None:
+    """bench_repetition as bench-inputs.json keeps it ({} or absent: a run made once)."""
+    if not given:
+        return None
+    return Repetition(group=str(given["group"]), index=int(given["index"]), of=int(given["of"]))
 
 
 def _slo_p99_ms(scenario: dict[str, Any]) -> float | None:

@@ -224,6 +224,23 @@ class HostFacts:
 
 
 @dataclass(frozen=True)
+class Repetition:
+    """One run of a point run several times on fresh JVMs (REPEAT=N): its group (shared by the
+    runs of one `make bench` or `make compare` invocation; with the app, what the report takes the
+    median and range over) and its place in it."""
+
+    group: str
+    index: int  # 1 .. of
+    of: int
+
+    def __post_init__(self) -> None:
+        if not self.group or not self.group.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"a repetition group is letters, digits, '-' and '_', not {self.group!r}")
+        if not 1 <= self.index <= self.of:
+            raise ValueError(f"repetition {self.index} of {self.of}: the index is 1 .. of")
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What the run knows about itself and the tool does not print; merged into its result."""
 
@@ -235,6 +252,7 @@ class RunContext:
     versions: dict[str, str] = field(default_factory=dict)  # tool, JDK, DB, OS versions
     raw_output: str | None = None
     incomplete_reason: str | None = None
+    repetition: Repetition | None = None  # REPEAT=N; None for a run made once
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -288,6 +306,7 @@ class RunResult:
     versions: dict[str, str] = field(default_factory=dict)
     raw_output: str | None = None  # file name of the tool's raw output, beside the JSON
     incomplete_reason: str | None = None  # set when the run was interrupted
+    repetition: Repetition | None = None  # REPEAT=N (the run context's)
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from perflab import timeseries, vegeta, wrk2
+from perflab import repetitions, timeseries, vegeta, wrk2
 from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError, app_variant
 from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
 
@@ -541,11 +541,19 @@ def set_key(run: Run) -> SetKey | None:
 
 @dataclass(frozen=True)
 class Entry:
-    """One variant of one set: the run drawn and tabled for it, and its other judged runs there."""
+    """One variant of one set: the run drawn and tabled for it, and its other judged runs there.
+    When the drawn run was one of several (REPEAT=N), `repeated` holds its group's runs in the set
+    judged VALID or WARN: the table gives their median and range."""
 
     variant: str
     run: Run
     not_drawn: tuple[str, ...]  # run ids
+    repeated: tuple[Run, ...] = ()
+
+    @property
+    def measured(self) -> tuple[Run, ...]:
+        """The runs the table's figures come from: the repetitions, else the drawn run."""
+        return self.repeated or (self.run,)
 
 
 @dataclass(frozen=True)
@@ -573,9 +581,17 @@ def side_by_side(runs: Sequence[Run]) -> list[ComparableSet]:
         entries = []
         for variant in sorted({r.app for r in judged}):
             mine = sorted((r for r in judged if r.app == variant), key=lambda r: (r.comparable, r.run_id))
-            entries.append(Entry(variant, mine[-1], tuple(r.run_id for r in mine[:-1])))
+            group = _repetition_group(mine[-1])
+            repeated = tuple(r for r in mine if r.comparable and group is not None and _repetition_group(r) == group)
+            entries.append(Entry(variant, mine[-1], tuple(r.run_id for r in mine[:-1]),
+                                 repeated if len(repeated) > 1 else ()))
         sets.append(ComparableSet(key, tuple(entries), tuple((r.run_id, r.state) for r in members if not r.judged)))
     return sets
+
+
+def _repetition_group(run: Run) -> str | None:
+    repetition = run.result.repetition if run.result is not None else None
+    return repetition.group if repetition is not None else None
 
 
 def run_max_rss(run: Run) -> Figure:
@@ -624,46 +640,81 @@ SET_COLUMNS = (
 
 @dataclass(frozen=True)
 class SetRow:
-    """One variant's line of a set's table: each column's figure and its ratio to the best figure
-    of the set's VALID/WARN runs (None: not compared, not recorded, or nothing to compare with)."""
+    """One variant's line of a set's table: each column's figure (the median over its repetitions,
+    with their range) and its ratio to the best figure of the set's VALID/WARN runs (None: not
+    compared, not recorded, or nothing to compare with); `alike`: per column, whether its range
+    overlaps the best's (REPEAT=N on both: the two cannot be told apart)."""
 
     variant: str
     run_id: str
     state: str
     figures: tuple[float | None, ...]  # in SET_COLUMNS' order
     ratios: tuple[float | None, ...]
+    spreads: tuple[repetitions.Spread | None, ...] = ()
+    alike: tuple[bool, ...] = ()
+    runs: int = 1
+
+
+def entry_spread(entry: Entry, column: Column) -> repetitions.Spread | None:
+    return repetitions.spread([column.figure(run) for run in entry.measured])
 
 
 def set_rows(comparable_set: ComparableSet) -> tuple[SetRow, ...]:
     entries = comparable_set.entries
     ratios = [ratios_to_best(entries, column) for column in SET_COLUMNS]
-    return tuple(
-        SetRow(e.variant, e.run.run_id, e.run.state, tuple(c.figure(e.run) for c in SET_COLUMNS),
-               tuple(r.get(e.variant) for r in ratios))
-        for e in entries
-    )
+    alike = [alike_the_best(entries, column) for column in SET_COLUMNS]
+    rows = []
+    for e in entries:
+        spreads = tuple(entry_spread(e, c) for c in SET_COLUMNS)
+        rows.append(SetRow(e.variant, e.run.run_id, e.run.state, tuple(s.median if s else None for s in spreads),
+                           tuple(r.get(e.variant) for r in ratios), spreads,
+                           tuple(a.get(e.variant, False) for a in alike), len(e.measured)))
+    return tuple(rows)
+
+
+def _known(entries: Sequence[Entry], column: Column) -> dict[str, repetitions.Spread]:
+    """variant -> its figure's spread, for the entries judged VALID or WARN alone (an INVALID run
+    did not measure what it claims)."""
+    known = {}
+    for entry in entries:
+        found = entry_spread(entry, column) if entry.run.comparable else None
+        if found is not None:
+            known[entry.variant] = found
+    return known
+
+
+def _best(known: dict[str, repetitions.Spread], column: Column) -> str | None:
+    if column.better is None or len(known) < 2:
+        return None
+    medians = {variant: s.median for variant, s in known.items()}
+    return max(medians, key=medians.__getitem__) if column.better == "higher" else min(medians, key=medians.__getitem__)
 
 
 def ratios_to_best(entries: Sequence[Entry], column: Column) -> dict[str, float]:
-    """variant -> its figure / the best figure, between the runs judged VALID or WARN alone (an
-    INVALID run did not measure what it claims); empty when fewer than two such runs have it."""
-    known: dict[str, float] = {}
-    for entry in entries:
-        value = column.figure(entry.run) if entry.run.comparable else None
-        if value is not None:
-            known[entry.variant] = value
-    if column.better is None or len(known) < 2:
+    """variant -> its figure (median over its repetitions) / the best one, between the runs
+    judged VALID or WARN; empty when fewer than two such entries have it."""
+    known = _known(entries, column)
+    best = _best(known, column)
+    if best is None or known[best].median <= 0:
         return {}
-    best = max(known.values()) if column.better == "higher" else min(known.values())
-    if best <= 0:
-        return {}
-    return {variant: value / best for variant, value in known.items()}
+    return {variant: s.median / known[best].median for variant, s in known.items()}
 
 
-def _ratio_text(ratio: float | None) -> str:
+def alike_the_best(entries: Sequence[Entry], column: Column) -> dict[str, bool]:
+    """variant -> True where its range and the best's overlap, both made of several runs."""
+    known = _known(entries, column)
+    best = _best(known, column)
+    if best is None:
+        return {}
+    return {variant: variant != best and repetitions.indistinguishable(known[best], s) for variant, s in known.items()}
+
+
+def _ratio_text(ratio: float | None, alike: bool = False) -> str:
     if ratio is None:
         return ""
-    return "best" if math.isclose(ratio, 1.0, rel_tol=1e-9) else f"{ratio:.3g}× best"
+    if math.isclose(ratio, 1.0, rel_tol=1e-9):
+        return "best"
+    return f"{ratio:.3g}× best, not distinguishable (ranges overlap)" if alike else f"{ratio:.3g}× best"
 
 
 def variant_colors(runs: Sequence[Run]) -> dict[str, str]:
@@ -730,10 +781,13 @@ def _set_table(comparable_set: ComparableSet) -> str:
     rows = []
     for row in set_rows(comparable_set):
         cells = []
-        for value, ratio in zip(row.figures, row.ratios):
-            cells.append(f'<td>{_esc(_fmt(value))}<span class="ratio">{_esc(_ratio_text(ratio))}</span></td>')
+        for value, ratio, found, alike in zip(row.figures, row.ratios, row.spreads, row.alike):
+            spread = (f'<span class="range">{_esc(_fmt(found.low))}–{_esc(_fmt(found.high))}</span>'
+                      if found is not None and found.runs > 1 else "")
+            cells.append(f'<td>{_esc(_fmt(value))}{spread}<span class="ratio">{_esc(_ratio_text(ratio, alike))}</span></td>')
         compared = "" if row.state in COMPARABLE else '<span class="ratio">not compared</span>'
-        rows.append(f'<tr><th>{_esc(row.variant)}</th><td><a href="#run-{_esc(row.run_id)}">{_esc(row.run_id)}</a>'
+        repeated = f'<span class="ratio">median of {row.runs} runs</span>' if row.runs > 1 else ""
+        rows.append(f'<tr><th>{_esc(row.variant)}{repeated}</th><td><a href="#run-{_esc(row.run_id)}">{_esc(row.run_id)}</a>'
                     f'</td><td class="verdict {_esc(row.state)}">{_esc(row.state)}{compared}</td>{"".join(cells)}</tr>')
     header = "".join(f"<th>{_esc(c.header)}</th>" for c in SET_COLUMNS)
     return (f'<table class="side-by-side"><thead><tr><th>app</th><th>run</th><th>verdict</th>{header}</tr></thead>'
@@ -1098,6 +1152,7 @@ td { vertical-align: top; } .runs td:nth-child(n+5) { text-align: right; }
 .verdict.VALID { background: #d9f2d9; } .verdict.WARN { background: #fff0c2; } .verdict.INVALID { background: #f8d0d0; }
 .verdict.NOT_EVALUATED { color: #777; } .problem { color: #a00000; } .not-recorded { color: #777; font-style: italic; }
 .source { display: block; color: #777; font-size: .8em; } .ratio { display: block; color: #555; font-size: .8em; }
+.range { display: block; color: #333; font-size: .8em; }
 table.side-by-side td { text-align: right; } table.side-by-side td:nth-child(2), table.side-by-side td:nth-child(3) { text-align: left; }
 .figure { display: inline-block; margin: .5em 1em .5em 0; vertical-align: top; }
 .figure figcaption { max-width: 640px; font-size: .85em; }

@@ -321,23 +321,29 @@ def _run_dirs(results: Path) -> set[Path]:
     return set(results.iterdir()) if results.is_dir() else set()
 
 
+def run_bench(results: Path, inventory: str, options: Sequence[str], named: str) -> tuple[int, Path | None]:
+    """`ansible-playbook playbooks/bench.yml` with OPTIONS, as `make bench` runs it: its exit status
+    and the run directory it created whose name ends with NAMED ("-<app>-<scenario>"; None: none)."""
+    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
+    before = _run_dirs(results)
+    code = subprocess.call([str(ansible_playbook), "-i", inventory, str(ROOT / "playbooks" / "bench.yml"), *options],
+                           cwd=ROOT)
+    created = sorted(p for p in _run_dirs(results) - before if p.name.endswith(named))
+    return code, created[-1] if created else None
+
+
 def bench_runner(
     results: Path, app: str, scenario: str, inventory: str, bench_options: Sequence[str], slo_override: float | None,
     name: str | None = None,
 ) -> Callable[[int], Path | None]:
-    """One step = `ansible-playbook playbooks/bench.yml` at that rate, as `make bench` runs it. APP is
-    what APP= gave (a manifest's name or path), NAME the app's name, which names the run directories."""
-    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
+    """One step = one bench run at that rate (run_bench). APP is what APP= gave (a manifest's name
+    or path), NAME the app's name, which names the run directories."""
 
     def run(rate: int) -> Path | None:
-        before = _run_dirs(results)
-        argv = [str(ansible_playbook), "-i", inventory, str(ROOT / "playbooks" / "bench.yml"), *bench_options,
-                "-e", f"app_name={app}", "-e", f"loadgen_scenario={scenario}", "-e", f"loadgen_rate={rate}"]
+        options = [*bench_options, "-e", f"app_name={app}", "-e", f"loadgen_scenario={scenario}", "-e", f"loadgen_rate={rate}"]
         if slo_override is not None:
-            argv += ["-e", f"loadgen_slo_p99_ms={slo_override:g}"]
-        subprocess.call(argv, cwd=ROOT)
-        created = sorted(p for p in _run_dirs(results) - before if p.name.endswith(f"-{name or app}-{scenario}"))
-        return created[-1] if created else None
+            options += ["-e", f"loadgen_slo_p99_ms={slo_override:g}"]
+        return run_bench(results, inventory, options, f"-{name or app}-{scenario}")[1]
 
     return run
 

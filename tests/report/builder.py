@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perflab import sweep
-from perflab.model import AppSettings, RunContext, ScenarioRun
+from perflab.model import AppSettings, Repetition, RunContext, ScenarioRun
 
 HERE = Path(__file__).resolve().parent
 UNIT_FIXTURES = HERE.parent / "unit" / "fixtures"
@@ -59,6 +59,7 @@ class FixtureRun:
     warmup: Path | None = None  # vegeta: the warm-up's results, kept beside the measured phase's as the bench does
     warmup_s: float = 10.0
     utilization: Path | None = None  # utilization.json
+    repetition: Repetition | None = None  # REPEAT=N: the run's group and place
 
 
 GOOD_RUNS = (
@@ -105,6 +106,20 @@ SIDE_BY_SIDE_LEFT_OUT = {
     "20260104T104000Z-quarkus-greeting": "raw output vegeta-measure.jsonl.gz is corrupt (the gzip stream ends early: "
                                          "the file is truncated); left out",
 }
+# make compare SCENARIO=hello-latency APPS="quarkus spring-webflux" REPEAT=3 RATE=200 TOOL=vegeta, in
+# turns: quarkus froze for 1 s in its last two runs (its median p99 is far worse, but its range takes
+# in webflux's), and used about half webflux's CPU in every run (the ranges apart).
+REPEATED_GROUP = "20260106T100000Z-hello-latency"
+REPEATED = tuple(
+    FixtureRun(f"20260106T10{index}{offset}00Z-{app}-hello-latency",
+               UNIT_FIXTURES / "vegeta" / ("vegeta-freeze-1s-200rps.jsonl.gz" if app == "quarkus" and index > 1
+                                           else "vegeta-steady-200rps.jsonl.gz"),
+               "vegeta", 200, app, "hello-latency", start_ms, duration_s=4.0 if app == "quarkus" and index > 1 else 3.0,
+               observed=(cores, 210669568), repetition=Repetition(REPEATED_GROUP, index, 3))
+    for index in (1, 2, 3)
+    for offset, app, start_ms, cores in ((0, "quarkus", 13232.3, 0.080 + 0.001 * index),
+                                         (5, "spring-webflux", 26916.8, 0.155 + 0.001 * index))
+)
 SWEEP_ID = "20260102T102000Z-spring-mvc-greeting-sweep"
 SWEEP_SLO_P99_MS = 50.0
 
@@ -146,6 +161,7 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
         app=AppSettings(name=run.app, profile="default", environment=dict(run.environment),
                         start_to_first_request_ms=run.start_to_first_request_ms),
         raw_output=raw_name,
+        repetition=run.repetition,
     )
     _write(run_dir / "context.json", context.to_json())
     parsed = perflab(f"parse-{run.tool}", run_dir / raw_name, "--target-rate", str(run.rate), *extra,

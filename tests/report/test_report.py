@@ -21,7 +21,7 @@ import pytest
 
 from perflab import report
 
-from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, \
+from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, REPEATED, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, \
     TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, full_results, good_results, perflab
 
 REPO = Path(__file__).resolve().parents[2]
@@ -611,3 +611,33 @@ def test_an_unusable_timeseries_json_is_one_problem_and_the_run_is_still_drawn(t
     section = _run_html((tmp_path / "report.html").read_text(encoding="utf-8"), SIDE_BY_SIDE[0].run_id)
     assert 'class="chart chart-latency"' in section and "chart-timeseries" not in section
     assert "Per-second figures timeseries.json cannot be used" in section
+
+
+def test_repetitions_give_the_median_and_range_and_say_what_cannot_be_told_apart(tmp_path: Path) -> None:
+    """REPEAT=3 with two apps: each row is the median of its three runs with their range; p99, whose
+    ranges overlap (quarkus froze twice, not in its first run), is "not distinguishable" however far
+    the medians; CPU, apart in every run, is told apart."""
+    for run in REPEATED:
+        add_fixture_run(tmp_path, run)
+    done = perflab("report", "--results", tmp_path)
+    # Written; each run says it has no utilization.json (no Prometheus behind these fixtures).
+    assert done.returncode == report.EXIT_WRITTEN_WITH_PROBLEMS, done.stderr
+    assert all(line.endswith("no utilization.json: no Prometheus data for this run; utilization not recorded")
+               for line in done.stderr.splitlines()), done.stderr
+    page, _ = _page(tmp_path)
+    rows = {row[0]: row for row in _rows(_side_by_side_html(page, "hello-latency at 200 req/s, vegeta, profile default"))}
+    header = ["app", "run", "verdict", *(c.header for c in report.SET_COLUMNS)]
+    cell = {app.split("|")[0]: dict(zip(header, cells)) for app, cells in rows.items()}
+    assert set(rows) == {"quarkus (IO thread)|median of 3 runs", "spring-webflux|median of 3 runs"}
+    # The drawn and linked run is each app's latest; the figures are its group's medians.
+    assert cell["quarkus (IO thread)"]["run"] == "20260106T103000Z-quarkus-hello-latency"
+    p99 = {app: json.loads((tmp_path / run.run_id / "result.json").read_text())["latency_corrected"]["percentiles_ms"]["99"]
+           for app, run in (("freeze", REPEATED[2]), ("steady", REPEATED[0]))}
+    quarkus_p99 = cell["quarkus (IO thread)"]["p99 ms"].split("|")
+    assert quarkus_p99 == [report._fmt(p99["freeze"]), f"{report._fmt(p99['steady'])}–{report._fmt(p99['freeze'])}",
+                           f"{p99['freeze'] / p99['steady']:.3g}× best, not distinguishable (ranges overlap)"]
+    assert cell["spring-webflux"]["p99 ms"].split("|")[-1] == "best"
+    # CPU-s per 1,000 requests: quarkus' highest is below webflux's lowest.
+    cpu = "app CPU-s per 1,000 requests"
+    assert cell["quarkus (IO thread)"][cpu].endswith("|best")
+    assert re.fullmatch(r"[\d.]+\|[\d.]+–[\d.]+\|[\d.]+× best", cell["spring-webflux"][cpu]), cell["spring-webflux"][cpu]

@@ -6,7 +6,6 @@ JVM options, jar, endpoints)."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import dataclasses
 import json
 import os
@@ -21,7 +20,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from perflab import cli, manifest
+from perflab import cli, compare, manifest
 from perflab.manifest import Manifest, ManifestError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -527,12 +526,11 @@ def test_the_readmes_example_manifest_is_valid(tmp_path: Path) -> None:
 
 
 def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variants() -> None:
-    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "scripts" / "bench_compare.py")
-    assert spec is not None and spec.loader is not None
-    compare: Any = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare)
-    assert compare._apps("", "zipcodes", ["threads=virtual"]) == [
+    def chosen(given: str, scenario: str, selections: list[str]) -> list[tuple[str, str]]:
+        return [(app.given, app.variants) for app in compare.select_apps(given, scenario, selections)]
+
+    assert chosen("", "zipcodes", ["threads=virtual"]) == [
         ("quarkus", "dispatch=io"), ("spring-mvc", "threads=virtual max_threads=200"), ("spring-webflux", "")]
-    assert compare._apps("spring-webflux quarkus", "greeting", ["worker"]) == [("spring-webflux", ""), ("quarkus", "dispatch=worker")]
+    assert chosen("spring-webflux quarkus", "greeting", ["worker"]) == [("spring-webflux", ""), ("quarkus", "dispatch=worker")]
     with pytest.raises(ManifestError, match=r"no app of this comparison \(quarkus, spring-mvc, spring-webflux\) has the variant 'gc=g1'"):
-        compare._apps("", "zipcodes", ["gc=g1"])
+        compare.select_apps("", "zipcodes", ["gc=g1"])

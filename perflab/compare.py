@@ -1,0 +1,243 @@
+"""perflab compare (make compare): every app claiming the scenario (or those --apps names) in turn,
+with the same options, then one table of the runs: tool, achieved rate, corrected p50/p99/p99.9,
+errors, verdict, and what the app spent as the audit states it (CPU seconds per 1,000 requests,
+max RSS). Runs of different tools (TOOL=auto picks per run) are never compared silently: the
+table says so.
+
+--repeat N (REPEAT=N; `make bench REPEAT=N` is a comparison of one app): every app N times on
+fresh JVMs, in turns (A B A B ...: a drift of the machine falls on every app alike), each run
+tagged with the comparison's repetition group; then, per app, the median and the range of each
+figure, and which apps cannot be told apart (perflab/repetitions.py).
+
+Every app is checked and built first (perflab app build), so that a wrong manifest or a failing
+build stops the comparison before any run. A variant applies to the apps that have it (THREADS=
+concerns only the apps with threads); one that no app has is refused. Each run is a normal bench
+run under results/<run-id>/. Exit status: 0 when every run completed, 1 otherwise (the table
+still lists every run, with the status of those that did not complete), 2 for bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perflab import manifest, repetitions
+from perflab.sweep import ROOT, run_bench
+
+MIB = 1024 * 1024
+MAX_REPEAT = 20
+EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class App:
+    given: str  # as APPS= named it: a manifest's name or path
+    name: str  # the manifest's name, which names the run directories
+    variants: str  # key=value words
+
+
+@dataclass(frozen=True)
+class Row:
+    app: str
+    run_dir: Path | None
+    repetition: str  # "2/3", "" for a run made once
+    result: dict[str, Any] | None  # result.json of a complete run
+    audit: dict[str, Any]
+    state: str  # "complete", "incomplete: <why>", "no run (...)"
+
+    def cells(self) -> list[str]:
+        if self.run_dir is None:
+            return [self.app, "-", self.state]
+        if self.result is None:
+            return [self.app, self.run_dir.name, self.state]
+        percentiles = self.result["latency_corrected"]["percentiles_ms"]
+        errors = " ".join(f"{kind}={count}" for kind, count in self.result["errors"].items() if count) or "none"
+        return [
+            self.app, self.run_dir.name, self.state,
+            f"{self.result['target_rate']:g}", f"{self.result['achieved_rate']:.1f}", self.result["tool"],
+            *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
+            errors, self.audit.get("status", "?"),
+            _figure(self.audit.get("app_cpu_s_per_1000_requests"), 1, "{:.3f}"),
+            _figure(self.audit.get("app_max_rss_bytes"), MIB, "{:.1f}"),
+            self.repetition,
+        ]
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_row(app: str, run_dir: Path | None, repetition: str = "") -> Row:
+    if run_dir is None:
+        return Row(app, None, repetition, None, {}, "no run (rejected before it started)")
+    status = _read(run_dir / "status.json") or {}
+    result = _read(run_dir / "result.json")
+    audit = _read(run_dir / "audit.json") or {}
+    if status.get("status") != "complete" or result is None:
+        reason = status.get("failed_step") or status.get("reason", "no status.json")
+        return Row(app, run_dir, repetition, None, audit, f"incomplete: {reason}")
+    return Row(app, run_dir, repetition, result, audit, "complete")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _figure(value: Any, unit: float, spec: str) -> str:
+    """An audit figure in UNIT, or "-" where the audit did not state it (not observed, older audit.json)."""
+    number = _number(value)
+    return "-" if number is None else spec.format(number / unit)
+
+
+HEADER = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict",
+          "app CPU-s/1k req", "app max RSS MiB", "repetition"]
+
+
+def table(rows: Sequence[Row]) -> str:
+    # New columns go at the end: tests/bench_runs reads a row by position up to the tool.
+    cells = [row.cells() for row in rows]
+    cells = [c + [""] * (len(HEADER) - len(c)) for c in cells]
+    widths = [max(len(str(r[i])) for r in [HEADER, *cells]) for i in range(len(HEADER))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [HEADER, *cells]]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def _achieved(row: Row) -> float | None:
+    return _number(row.result["achieved_rate"]) if row.result else None
+
+
+def _p99(row: Row) -> float | None:
+    return _number(row.result["latency_corrected"]["percentiles_ms"].get("99")) if row.result else None
+
+
+def _cpu(row: Row) -> float | None:
+    return _number(row.audit.get("app_cpu_s_per_1000_requests"))
+
+
+# The figures summed up over repetitions: name, lower is better, the figure of one row.
+SUMMARY: tuple[tuple[str, bool, Callable[[Row], float | None]], ...] = (
+    ("achieved/s", False, _achieved), ("p99 ms", True, _p99), ("app CPU-s/1k req", True, _cpu))
+
+
+def summary(rows: Sequence[Row]) -> list[str]:
+    """Per app, each figure's median [range] over its complete runs judged VALID or WARN, and per
+    figure which apps cannot be told from the best (their ranges overlap)."""
+    apps = list(dict.fromkeys(row.app for row in rows))
+    judged = [row for row in rows if row.result is not None and row.audit.get("status") in ("VALID", "WARN")]
+    lines = ["perflab compare: median [lowest-highest] over each app's complete runs judged VALID or WARN"]
+    spreads: dict[str, dict[str, repetitions.Spread | None]] = {}
+    for app in apps:
+        mine = [row for row in judged if row.app == app]
+        spreads[app] = {name: repetitions.spread([figure(row) for row in mine]) for name, _, figure in SUMMARY}
+        figures = ", ".join(f"{name} {s.text() if s else '-'}" for name, s in spreads[app].items())
+        lines.append(f"  {app} ({len(mine)} run{'s' if len(mine) != 1 else ''}): {figures}")
+    if len(apps) < 2:
+        return lines
+    for name, lower_better, _ in SUMMARY:
+        known = {app: found for app, by_name in spreads.items() if (found := by_name[name]) is not None}
+        if len(known) < 2:
+            continue
+        medians = {app: found.median for app, found in known.items()}
+        best = min(medians, key=medians.__getitem__) if lower_better else max(medians, key=medians.__getitem__)
+        alike = [app for app in known if app != best and repetitions.indistinguishable(known[best], known[app])]
+        if alike:
+            lines.append(f"  {name}: {best} is best by its median, not distinguishable from {', '.join(alike)} "
+                         "(the ranges overlap)")
+        elif all(found.runs > 1 for found in known.values()):
+            lines.append(f"  {name}: {best} is best, apart from every other app (no range overlaps its own)")
+    return lines
+
+
+def select_apps(given: str, scenario: str, selections: list[str]) -> list[App]:
+    """Every app to run, with its variants as key=value words, each checked and built."""
+    if given:
+        pairs = [(app, manifest.resolve(app)) for app in given.split()]
+    else:
+        pairs = [(found.name, found) for found in manifest.claiming(scenario)]
+        if not pairs:
+            raise manifest.ManifestError([f"no app claims scenario {scenario!r} (perflab app list shows what each claims)"])
+    unclaimed = [found.name for _, found in pairs if scenario in manifest.scenario_names() and scenario not in found.scenarios]
+    if unclaimed:
+        raise manifest.ManifestError([f"{', '.join(unclaimed)} do(es) not claim scenario {scenario!r} (perflab app list)"])
+    variants = [manifest.choose(found, selections, strict=False) for _, found in pairs]
+    for selection in selections:
+        key = selection.partition("=")[0] if "=" in selection else None
+        if not any(key in found.variants if key else any(selection in v.options for v in found.variants.values())
+                   for _, found in pairs):
+            raise manifest.ManifestError([f"no app of this comparison ({', '.join(f.name for _, f in pairs)}) has the "
+                                          f"variant {selection!r}"])
+    for _, found in pairs:
+        manifest.build(found)
+    return [App(app, found.name, " ".join(f"{k}={v}" for k, v in chosen.items()))
+            for (app, found), chosen in zip(pairs, variants)]
+
+
+def _repeat(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"REPEAT must be a whole number of runs from 1 to {MAX_REPEAT}, got {text!r}")
+    return int(text)
+
+
+def register(commands: Any) -> None:
+    """Register `perflab compare` on the CLI's subcommands."""
+    sub = commands.add_parser("compare", help="run a scenario with several apps (and REPEAT= times each), then a table",
+                              description=__doc__.splitlines()[0])
+    sub.add_argument("--inventory", default="inventory/local")
+    sub.add_argument("--scenario", default="", help="the scenario (SCENARIO=): by default every app claiming it runs")
+    sub.add_argument("--apps", default="", help="space-separated app names or manifest paths (APPS=)")
+    sub.add_argument("--variants", default="", help="VARIANT= words, key=value: each applies to the apps that have it")
+    sub.add_argument("--repeat", type=_repeat, default=1, metavar="N", help="runs per app on fresh JVMs (REPEAT=)")
+    sub.add_argument("--results", type=Path, help="results directory (default: $PERFLAB_RESULTS_DIR or results/)")
+    sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
+    sub.set_defaults(command=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    options = [o for o in args.bench_options if o != "--"]
+    try:
+        apps = select_apps(args.apps, args.scenario, manifest.variant_selections(args.variants))
+    except manifest.ManifestError as error:
+        for line in error.problems:
+            print(f"perflab compare: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    except manifest.BuildError as error:
+        print(f"perflab compare: {error}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+    group = f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{args.scenario or 'compare'}"
+    if args.repeat > 1:
+        print(f"perflab compare: {' '.join(a.name for a in apps)}, {args.repeat} runs each in turns "
+              f"(repetition group {group})", flush=True)
+    rows: list[Row] = []
+    all_complete = True
+    for index in range(1, args.repeat + 1):
+        for app in apps:
+            repetition = f"{index}/{args.repeat}" if args.repeat > 1 else ""
+            print(f"perflab compare: {app.given}{f' (run {repetition})' if repetition else ''}", flush=True)
+            run_options = [*options, "-e", f"app_name={app.given}", "-e", json.dumps({"app_variants": app.variants})]
+            if args.repeat > 1:
+                run_options += ["-e", json.dumps({"bench_repetition": {"group": group, "index": index, "of": args.repeat}})]
+            code, run_dir = run_bench(results, args.inventory, run_options, f"-{app.name}-{args.scenario}")
+            row = read_row(app.given, run_dir, repetition)
+            rows.append(row)
+            all_complete = all_complete and code == 0 and row.state == "complete"
+            if run_dir is None and code != 0:
+                print(table(rows))
+                return EXIT_RUN_FAILED  # bad input is the same for every app: one clear error is enough
+    print(table(rows))
+    tools = sorted({row.result["tool"] for row in rows if row.result is not None})
+    if len(tools) > 1:
+        print(f"perflab compare: these runs used different load generators ({', '.join(tools)}): their latencies are "
+              "not comparable side by side; run again with TOOL= one of them")
+    if args.repeat > 1:
+        print("\n".join(summary(rows)))
+    return EXIT_DONE if all_complete else EXIT_RUN_FAILED

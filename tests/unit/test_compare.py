@@ -1,0 +1,118 @@
+"""perflab compare (make compare, make bench REPEAT=N): its table, the runs in turns with their
+repetition group, and the summary that says which apps cannot be told apart."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from perflab import audit, collect, compare, repetitions
+from perflab.model import Repetition, RunResult
+from perflab.observations import Observations
+
+from .test_audit import APP_CPU, STEADY, _bench_inputs
+
+
+def _run(run_dir: Path, audit_document: dict[str, object], result: RunResult = STEADY) -> Path:
+    run_dir.mkdir()
+    (run_dir / "status.json").write_text(json.dumps({"status": "complete"}))
+    (run_dir / "result.json").write_text(result.to_json())
+    (run_dir / "audit.json").write_text(json.dumps(audit_document))
+    return run_dir
+
+
+def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
+    verdict = audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024))
+    _run(tmp_path / "new", {"status": "VALID", "rules": [],
+                            "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
+                            "app_max_rss_bytes": verdict.app_cost.max_rss_bytes})
+    _run(tmp_path / "old", {"status": "VALID", "rules": []})  # audited before the app's cost
+    lines = compare.table([compare.read_row("quarkus", tmp_path / "new"), compare.read_row("spring-mvc", tmp_path / "old"),
+                           compare.read_row("spring-webflux", None)]).splitlines()
+    assert lines[0].split("  ")[-4:] == ["verdict", "app CPU-s/1k req", "app max RSS MiB", "repetition"]
+    # The columns before stay where they were (tests/bench_runs reads a row by position).
+    assert lines[2].split()[:6] == ["quarkus", "new", "complete", "2000", "1995.1", "wrk2"]
+    assert lines[2].split()[-3:] == ["VALID", "0.376", "300.0"]
+    assert lines[3].split()[-3:] == ["VALID", "-", "-"]
+    assert lines[4].split()[1:] == ["-", "no", "run", "(rejected", "before", "it", "started)"]
+
+
+def test_a_spread_is_the_median_and_the_range_and_one_run_is_never_indistinguishable() -> None:
+    three = repetitions.spread([4.0, None, 3.0, 9.0])
+    assert three == repetitions.Spread(median=4.0, low=3.0, high=9.0, runs=3) and three.text() == "4 [3-9]"
+    other = repetitions.spread([8.5, 10.0, 12.0])
+    assert repetitions.indistinguishable(three, other)
+    assert not repetitions.indistinguishable(three, repetitions.spread([9.5, 10.0]))
+    one = repetitions.spread([4.0])
+    assert one is not None and one.text() == "4"
+    assert not repetitions.indistinguishable(one, repetitions.spread([4.0])), "single runs have no range to overlap"
+    assert repetitions.spread([None, None]) is None
+
+
+def _measured(p99_ms: float, achieved: float) -> RunResult:
+    corrected = dataclasses.replace(STEADY.latency_corrected,
+                                    percentiles_ms={**STEADY.latency_corrected.percentiles_ms, "99": p99_ms})
+    return dataclasses.replace(STEADY, latency_corrected=corrected, achieved_rate=achieved)
+
+
+def test_the_summary_gives_medians_and_ranges_and_names_the_apps_it_cannot_tell_apart(tmp_path: Path) -> None:
+    rows = []
+    # quarkus: p99 3.1/3.4/5.0 ms, CPU 0.20-0.22; spring-mvc: p99 4.2/4.6/4.9 ms, CPU 0.30-0.33 (no overlap).
+    for app, p99s, cpus in (("quarkus", (3.1, 5.0, 3.4), (0.21, 0.20, 0.22)), ("spring-mvc", (4.6, 4.2, 4.9), (0.31, 0.33, 0.30))):
+        for index, (p99, cpu) in enumerate(zip(p99s, cpus), start=1):
+            run_dir = _run(tmp_path / f"{app}-{index}", {"status": "VALID", "app_cpu_s_per_1000_requests": cpu},
+                           _measured(p99, 1990.0 + index))
+            rows.append(compare.read_row(app, run_dir, f"{index}/3"))
+    # An INVALID run and an incomplete one are left out of the medians.
+    rows.append(compare.read_row("spring-mvc", _run(tmp_path / "invalid", {"status": "INVALID"}, _measured(90.0, 1200.0)), "x"))
+    rows.append(compare.read_row("quarkus", None, "x"))
+    lines = compare.summary(rows)
+    assert lines[1] == "  quarkus (3 runs): achieved/s 1992 [1991-1993], p99 ms 3.4 [3.1-5], app CPU-s/1k req 0.21 [0.2-0.22]"
+    assert lines[2].startswith("  spring-mvc (3 runs): achieved/s") and "p99 ms 4.6 [4.2-4.9]" in lines[2]
+    assert "  p99 ms: quarkus is best by its median, not distinguishable from spring-mvc (the ranges overlap)" in lines
+    assert "  app CPU-s/1k req: quarkus is best, apart from every other app (no range overlaps its own)" in lines
+    assert compare.table(rows).splitlines()[2].split()[-1] == "1/3"
+
+
+def test_runs_go_in_turns_each_tagged_with_the_comparisons_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The playbook itself runs in tests/bench_runs; here, what compare asks of it, in which order."""
+    asked: list[tuple[str, dict[str, object]]] = []
+
+    def run_bench(results: Path, inventory: str, options: Sequence[str], named: str) -> tuple[int, Path]:
+        extra = [json.loads(o) for o in options if o.startswith("{")]
+        repetition = next(e["bench_repetition"] for e in extra if "bench_repetition" in e)
+        app = next(o.split("=", 1)[1] for o in options if o.startswith("app_name="))
+        asked.append((app, repetition))
+        return 0, _run(results / f"{len(asked)}{named}", {"status": "VALID", "app_cpu_s_per_1000_requests": 0.2})
+
+    monkeypatch.setattr(compare, "run_bench", run_bench)
+    args = argparse.Namespace(apps="quarkus spring-webflux", scenario="greeting", variants="", repeat=2,
+                              results=tmp_path, inventory="inventory/local", bench_options=["--", "-e", "loadgen_rate=50"])
+    assert compare.main(args) == compare.EXIT_DONE
+    assert [(app, r["index"], r["of"]) for app, r in asked] == [
+        ("quarkus", 1, 2), ("spring-webflux", 1, 2), ("quarkus", 2, 2), ("spring-webflux", 2, 2)]
+    groups = {r["group"] for _, r in asked}
+    assert len(groups) == 1 and str(groups.pop()).endswith("-greeting")
+
+
+def test_repeat_takes_a_whole_number_of_runs() -> None:
+    for bad in ("0", "x", "21", "-1", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="REPEAT must be a whole number of runs from 1 to 20"):
+            compare._repeat(bad)
+
+
+def test_the_repetition_travels_from_the_bench_inputs_into_the_result() -> None:
+    inputs = _bench_inputs({})
+    inputs["repetition"] = {"group": "20261124T130000Z-greeting", "index": 2, "of": 3}
+    result = STEADY.with_context(collect.context(inputs))
+    assert result.repetition == Repetition("20261124T130000Z-greeting", 2, 3)
+    assert RunResult.from_json(result.to_json()).repetition == result.repetition
+    inputs["repetition"] = {}
+    assert collect.context(inputs).repetition is None
+    with pytest.raises(ValueError, match="repetition 4 of 3"):
+        Repetition("g", 4, 3)
