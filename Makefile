@@ -109,7 +109,7 @@ lab-down: $(VENV_STAMP) ## Remove the local containers and network (SSH labs: st
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/lab_down.yml $(ANSIBLE_ARGS)
 
 .PHONY: lab-status
-lab-status: $(VENV_STAMP) ## Each host: its tier, its services; the health of every Prometheus target
+lab-status: $(VENV_STAMP) ## Each host: its tier, its services; the health of every Prometheus target; exits non-zero naming each host, service or target down
 	$(require_inventory)
 	@$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/lab_status.yml $(ANSIBLE_ARGS)
 

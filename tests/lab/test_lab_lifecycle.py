@@ -2,6 +2,7 @@
 Runs last (see conftest.py): it ends by taking the lab down."""
 from __future__ import annotations
 
+import re
 import subprocess
 
 from lab_helpers import LAB_HOSTS, LAB_NETWORK, docker_names, play_recap, run_make, tail
@@ -74,6 +75,17 @@ def test_lab_status_names_every_host_and_tier(lab: str) -> None:
         assert f"{host} [{tier}]" in status.stdout, tail(status.stdout)
     assert "prometheus targets" in status.stdout
     assert "UNREACHABLE" not in status.stdout.split("prometheus targets")[0], tail(status.stdout)
+    # A service down: still every line, then one naming it and its target, and a non-zero exit.
+    subprocess.run(["docker", "exec", "perflab-db", "systemctl", "stop", "prometheus-mysqld-exporter.service"], check=True)
+    try:
+        down = run_make("lab-status")
+    finally:
+        subprocess.run(["docker", "exec", "perflab-db", "systemctl", "start", "prometheus-mysqld-exporter.service"], check=True)
+    assert down.returncode != 0, tail(down.stdout)
+    assert "perflab-db [db]" in down.stdout and "perflab-app [app]" in down.stdout, tail(down.stdout)
+    problems = re.search(r"lab-status: (\d+) problem\(s\): (.*?)\"?$", down.stdout, re.MULTILINE)
+    assert problems, tail(down.stdout)
+    assert problems[2].split("; ")[0] == "perflab-db prometheus-mysqld-exporter=inactive", problems[0]
 
 
 def test_lab_down_leaves_no_container_or_network(lab: str) -> None:
