@@ -133,7 +133,7 @@ VARIANT_OPTIONS = -e '{"app_variants": "$(VARIANTS)"}'
 APP_BUILD = $(BIN)/perflab app build '$(APP)' --variant '$(VARIANTS)'
 
 .PHONY: deploy
-deploy: $(VENV_STAMP) ## Deploy APP=<name or manifest path> [PROFILE=default|report3|report4] [VARIANT="k=v ..."] (THREADS=platform|virtual, DISPATCH=io|worker); stops the previous app
+deploy: $(VENV_STAMP) ## Deploy APP=<name or manifest path> [PROFILE=default|io-vs-worker|virtual-threads-db] [VARIANT="k=v ..."] (THREADS=platform|virtual, DISPATCH=io|worker); stops the previous app
 	$(require_inventory)
 	@$(APP_BUILD)
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) \

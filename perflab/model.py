@@ -191,7 +191,7 @@ def app_variant(app: AppSettings | None) -> str:
     """The app as deployed, one name per variant the lab tells apart (report 2: MVC's thread
     counts and virtual threads; report 3: Quarkus' greeting on the IO or a worker thread), with
     the resource profile where it is not the default: "quarkus (IO thread)", "spring-mvc (400
-    threads)", "spring-mvc (virtual threads) [report3]", "spring-webflux".
+    threads)", "spring-mvc (virtual threads) [io-vs-worker]", "spring-webflux".
 
     Only a setting the app reads names its variant (every app is given every PERFLAB_* variable,
     apps/README.md); an unset one counts as the app's default, as the app itself takes it."""

@@ -72,8 +72,8 @@ def exec_start(out: Path) -> str:
 
 @pytest.mark.parametrize(("app", "variants", "profile", "dispatch", "threads"), [
     ("quarkus", "", "default", "io", "platform"),
-    ("quarkus", "dispatch=worker", "report3", "worker", "platform"),
-    ("spring-mvc", "threads=virtual", "report4", "io", "virtual"),
+    ("quarkus", "dispatch=worker", "io-vs-worker", "worker", "platform"),
+    ("spring-mvc", "threads=virtual", "virtual-threads-db", "io", "virtual"),
     ("spring-webflux", "", "default", "io", "platform"),
 ])
 def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, variants: str, profile: str,
@@ -83,14 +83,14 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
     before = ENV_BEFORE.format(dispatch=dispatch, threads=threads)
     assert without_comments(out / "app.env") == "".join(
         line + "\n" for line in before.splitlines() if line.split("=")[0] not in NOT_READ[app])
-    jvm = ' "-Xmx128m"' if profile == "report3" else ""
+    jvm = ' "-Xmx128m"' if profile == "io-vs-worker" else ""
     assert exec_start(out) == f"ExecStart=/opt/perflab/jdk/jlink-test/bin/java{jvm} -jar /opt/perflab/app/perflab-{app}.jar"
     assert yaml.safe_load((out / "app_file_sd.yml").read_text()) == [{
         "targets": ["app.example:8080"],
         "labels": {"tier": "app", "host": "appx", "application": app, "__metrics_path__": "/metrics"}}]
     deployment = record["deployment"]
     assert deployment["app"] == app and deployment["profile"] == profile
-    assert deployment["jvm_opts"] == (["-Xmx128m"] if profile == "report3" else [])
+    assert deployment["jvm_opts"] == (["-Xmx128m"] if profile == "io-vs-worker" else [])
     assert "PERFLAB_DB_PASSWORD" not in deployment["env"] and "s3cret" not in json.dumps(record)
     assert record["jar_local"] == str(REPO / "apps" / app / "target" / f"perflab-{app}.jar")
     assert record["jar_remote"] == f"/opt/perflab/app/perflab-{app}.jar"
@@ -133,6 +133,9 @@ def test_a_foreign_app_gets_its_launch_its_variables_and_no_scrape(tmp_path: Pat
      "app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),
     ({"app_name": "spring-mvc", "app_spring_mvc_threads": "virtual"},
      "app: app_spring_mvc_threads no longer exist: the app's jar, port and variants come from its manifest"),
+    ({"app_name": "spring-mvc", "app_profile": "report4"},
+     "app: profile 'report4' is now 'virtual-threads-db', named after what the field report showed: "
+     "use PROFILE=virtual-threads-db."),
 ])
 def test_the_role_refuses_bad_input_in_one_message(tmp_path: Path, extra: dict[str, str], message: str) -> None:
     proc, record, _ = render(tmp_path, **extra)

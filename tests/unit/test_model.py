@@ -33,7 +33,7 @@ def full_result() -> RunResult:
             parameters={"path": "/serial"},
         ),
         app=AppSettings(
-            name="quarkus", profile="report3", jvm_options=("-Xmx128m", "-XX:+UseParallelGC"),
+            name="quarkus", profile="io-vs-worker", jvm_options=("-Xmx128m", "-XX:+UseParallelGC"),
             environment={"PERFLAB_GREETING_DISPATCH": "io"}, cpus="0-3", memory_limit="256M",
             start_to_first_request_ms=868.3,
         ),
@@ -191,9 +191,9 @@ def test_observations_without_a_cpu_window_still_load() -> None:
     ("spring-mvc", {"PERFLAB_THREADS": "platform", "PERFLAB_MAX_THREADS": "200"}, None, "spring-mvc (200 threads)"),
     ("spring-mvc", {"PERFLAB_THREADS": "platform", "PERFLAB_MAX_THREADS": "400"}, None, "spring-mvc (400 threads)"),
     ("spring-mvc", {"PERFLAB_THREADS": "virtual", "PERFLAB_MAX_THREADS": "200"}, None, "spring-mvc (virtual threads)"),
-    ("spring-mvc", {"PERFLAB_GREETING_DISPATCH": "worker"}, "report3", "spring-mvc (200 threads) [report3]"),
+    ("spring-mvc", {"PERFLAB_GREETING_DISPATCH": "worker"}, "io-vs-worker", "spring-mvc (200 threads) [io-vs-worker]"),
     ("spring-webflux", {"PERFLAB_THREADS": "virtual", "PERFLAB_GREETING_DISPATCH": "worker"}, None, "spring-webflux"),
-    ("spring-webflux", {}, "report4", "spring-webflux [report4]"),
+    ("spring-webflux", {}, "virtual-threads-db", "spring-webflux [virtual-threads-db]"),
 ])
 def test_a_variant_is_named_by_the_settings_its_app_reads(
         name: str, environment: dict[str, str], profile: str | None, variant: str) -> None:
