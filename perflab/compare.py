@@ -52,14 +52,14 @@ class Row:
     state: str  # "complete", "incomplete: <why>", "no run (...)"
 
     def cells(self) -> list[str]:
-        if self.run_dir is None:
-            return [self.app, "-", self.state]
+        """The row's cells in HEADER's order ("" where a run that did not complete has no figure)."""
+        run = self.run_dir.name if self.run_dir else "-"
         if self.result is None:
-            return [self.app, self.run_dir.name, self.state]
+            return [self.app, run, self.state, *[""] * (len(HEADER) - 4), self.repetition]
         percentiles = self.result["latency_corrected"]["percentiles_ms"]
         errors = " ".join(f"{kind}={count}" for kind, count in self.result["errors"].items() if count) or "none"
         return [
-            self.app, self.run_dir.name, self.state,
+            self.app, run, self.state,
             f"{self.result['target_rate']:g}", f"{self.result['achieved_rate']:.1f}", self.result["tool"],
             *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
             errors, self.audit.get("status", "?"),
@@ -105,7 +105,6 @@ HEADER = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p
 def table(rows: Sequence[Row]) -> str:
     # New columns go at the end: tests/bench_runs reads a row by position up to the tool.
     cells = [row.cells() for row in rows]
-    cells = [c + [""] * (len(HEADER) - len(c)) for c in cells]
     widths = [max(len(str(r[i])) for r in [HEADER, *cells]) for i in range(len(HEADER))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [HEADER, *cells]]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
