@@ -18,7 +18,8 @@ MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
 
 BAD_INPUT = [
     (["APP=struts", "SCENARIO=greeting"],
-     "perflab app: unknown app 'struts': the known apps are quarkus, spring-mvc, spring-webflux, tfb-quarkus (APP= takes one of"),
+     "perflab app: unknown app 'struts': the known apps are quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
+     "tfb-spring-webflux (APP= takes one of"),
     (["APP=quarkus", "SCENARIO=greeting", "THREADS=virtual"],
      "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e app_spring_mvc_threads=virtual"],

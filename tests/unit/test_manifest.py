@@ -25,6 +25,8 @@ from perflab.manifest import Manifest, ManifestError
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTIN = ("quarkus", "spring-mvc", "spring-webflux")
+# TechEmpower's own implementations (apps/peers/), which serve plaintext-json only.
+FOREIGN = ("tfb-quarkus", "tfb-spring", "tfb-spring-webflux")
 SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml"))
 
 # What role app passes as the lab's variables (roles/app/vars/main.yml __app_lab, its defaults).
@@ -115,8 +117,10 @@ def test_a_manifest_with_every_field_loads_into_the_model(tmp_path: Path) -> Non
 
 def test_the_builtin_apps_are_the_known_ones_and_load() -> None:
     # The project's own apps first, then the foreign ones of apps/peers/.
-    assert list(manifest.known()) == [*BUILTIN, "tfb-quarkus"]
-    assert not manifest.resolve("tfb-quarkus").builtin
+    assert list(manifest.known()) == [*BUILTIN, *FOREIGN]
+    for name in FOREIGN:
+        loaded = manifest.resolve(name)
+        assert loaded.name == name and not loaded.builtin and loaded.scenarios == ("plaintext-json",)
     for name in BUILTIN:
         loaded = manifest.resolve(name)
         assert loaded.name == name and loaded.builtin and loaded.scenarios == tuple(SCENARIOS)
@@ -245,7 +249,8 @@ def test_an_unknown_app_is_one_line_listing_the_known_ones() -> None:
     with pytest.raises(ManifestError) as refused:
         manifest.resolve("tomcat")
     assert refused.value.problems == ("unknown app 'tomcat': the known apps are quarkus, spring-mvc, spring-webflux, "
-                                      "tfb-quarkus (APP= takes one of them or the path of a manifest file)",)
+                                      "tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one of them or the path "
+                                      "of a manifest file)",)
     with pytest.raises(ManifestError, match="^no app given: the known apps are quarkus"):
         manifest.resolve("")
     with pytest.raises(ManifestError, match="^no manifest at apps/peers/nope.yml: APP= takes a manifest's name"):
@@ -470,7 +475,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(capsys, "list", "--names", "--builtin") == (0, "quarkus\nspring-mvc\nspring-webflux\n", "")
-    assert run_cli(capsys, "list", "--names", "--scenario", "plaintext-json")[1].split() == [*BUILTIN, "tfb-quarkus"]
+    assert run_cli(capsys, "list", "--names", "--scenario", "plaintext-json")[1].split() == [*BUILTIN, *FOREIGN]
     assert run_cli(capsys, "list", "--names", "--scenario", "zipcodes")[1].split() == list(BUILTIN)
     code, out, _ = run_cli(capsys, "show", "spring-mvc", "--json", "--variant", "threads=virtual max_threads=400",
                            *(f"--lab={k}={v}" for k, v in LAB.items()))
@@ -479,8 +484,9 @@ def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> 
     assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
                             if k != "PERFLAB_GREETING_DISPATCH"}
     assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are quarkus, "
-                                                        "spring-mvc, spring-webflux, tfb-quarkus (APP= takes one of them or the "
-                                                        "path of a manifest file)\n")
+                                                        "spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
+                                                        "tfb-spring-webflux (APP= takes one of them or the path of a "
+                                                        "manifest file)\n")
     code, _, err = run_cli(capsys, "show", "quarkus", "--variant", "threads=virtual")
     assert (code, err) == (2, "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker\n")
 

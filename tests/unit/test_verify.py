@@ -280,6 +280,26 @@ def test_a_missing_required_header_fails() -> None:
         "verify: GET /plaintext 200: no Server header, which openapi.yaml requires; headers: ['content-type', 'date']")
 
 
+@pytest.mark.parametrize(("date", "passes"), [
+    ("Tue, 1 Dec 2026 09:05:00 GMT", True),  # java.time's RFC_1123_DATE_TIME, the 1st to the 9th (TechEmpower's WebFlux)
+    ("Tue, 01 Dec 2026 09:05:00 GMT", True),
+    ("Tue, 01 Dec 2026 10:05:00 +0100", False),  # the same, in a JVM outside UTC
+])
+def test_the_date_header_is_an_http_date_in_gmt(date: str, passes: bool) -> None:
+    plan = plan_of("plaintext-json")
+
+    def dated(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        found = correct_answer(name, request)
+        found["headers"]["date"] = date
+        return found
+
+    failure = first_failure(plan, results_for(plan, answer=dated))
+    if passes:
+        assert failure is None, failure
+    else:
+        assert failure is not None and failure.startswith("verify: GET /plaintext 200: header Date"), failure
+
+
 def test_an_extra_select_per_request_fails() -> None:
     plan = plan_of("zipcodes")
     lines = judged(plan, results_for(plan, per_request=lambda name: (2, 0, 0, 0) if name.startswith("GET") else (1, 1, 0, 0)))
