@@ -1,4 +1,6 @@
-"""perflab compare (make compare): every app claiming the scenario (or those --apps names) in turn,
+"""Run a scenario with several apps in turn under the same options, then one table of the runs.
+
+perflab compare (make compare): every app claiming the scenario (or those --apps names) in turn,
 with the same options, then one table of the runs: tool, achieved rate, corrected p50/p99/p99.9,
 errors, verdict, and what the app spent as the audit states it (CPU seconds per 1,000 requests,
 max RSS). Runs of different tools (TOOL=auto picks per run) are never compared silently: the
