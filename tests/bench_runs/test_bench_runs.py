@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_helpers import APPS, RESULTS, ROOT, read_json, run_dirs, run_make, tail
+from bench_helpers import APPS, RESULTS, ROOT, changed_counts, on_host, read_json, run_dirs, run_make, tail
 
 # These runs prove that every app serves every workload without an error at the offered rate. A cold
 # JVM on a busy 2-core machine fell to 94% of it once (p90 2.2 s while Hibernate Reactive and the JIT
@@ -79,10 +79,23 @@ def test_every_app_completes_a_short_run_of_zipcodes_without_errors() -> None:
 
 def test_plaintext_json_runs_our_quarkus_beside_techempowers_own() -> None:
     """TechEmpower's Quarkus: built from their checkout (apps/peers/tfb-quarkus.yml), deployed, verified
-    (their /plaintext answers 'Hello, world!': TechEmpower's verifier ignores the case, so does ours)."""
+    (their /plaintext answers 'Hello, world!': TechEmpower's verifier ignores the case, so does ours).
+    Its artifact is a directory (quarkus-app/, deployed as one tar) and it declares no metrics
+    endpoint: Prometheus does not scrape it, its run says its own metrics are unobserved, and a
+    warm re-deploy after the run changes nothing."""
     if not (TFB_DIR / "frameworks" / "Java" / "quarkus" / "pom.xml").is_file():
         pytest.skip(f"no TechEmpower checkout at {TFB_DIR} (PERFLAB_TFB_DIR)")
+    before = run_dirs()
     compare("plaintext-json", ("quarkus", "tfb-quarkus"), "APPS=quarkus tfb-quarkus", f"TFB_DIR={TFB_DIR}")
+    theirs = sorted(run_dirs() - before)[-1]
+    unobserved = read_json(RESULTS / theirs / "observations.json")["unobserved"]
+    assert "declares no metrics endpoint is not scraped" in unobserved["statements_per_request"], unobserved
+    listed = on_host("app[0]", "ls /opt/perflab/app /opt/perflab/app/quarkus-app")
+    assert "quarkus-run.jar" in listed and "perflab-quarkus.jar" not in listed, listed
+    assert "[]" in on_host("monitoring[0]", "cat /etc/prometheus/file_sd/app.yml")
+    again = run_make("deploy", "APP=tfb-quarkus", f"TFB_DIR={TFB_DIR}", timeout=1200)
+    assert again.returncode == 0, tail(again.stdout)
+    assert all(count == 0 for count in changed_counts(again.stdout).values()), tail(again.stdout, 120)
 
 
 def test_books_orders_completes_a_short_run_without_errors() -> None:
