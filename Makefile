@@ -44,7 +44,7 @@ roledocs: $(VENV_STAMP) ## Generate the variables section of every roles/*/READM
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
 	@scripts/apt-need.sh "the unit tests (the wrk2 Lua scripts run under luajit)" luajit
 	$(BIN)/mypy --strict perflab tests/unit
-	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/deploy
+	$(BIN)/pytest -q -p no:cacheprovider -n auto tests/unit tests/deploy
 
 .PHONY: test-report
 test-report: $(VENV_STAMP) ## The HTML report from real tool output and bad input, opened in headless Chromium (screenshot: build/test-artifacts/report.png)
