@@ -2,6 +2,12 @@
 one sentence naming the limiting tier with its evidence, or saying that no tier was saturated
 (the system kept up with the offered rate).
 
+What happened in the window comes first, in this order: the app's JVM restarting in it, the DB
+being down (then the limit: the DB), the requests that failed. A run with any of them never "kept
+up", whatever its rate. "No tier was saturated" is said only when every figure the branches below
+read was observed; otherwise the sentence says it cannot tell and names each figure missing with
+the reason observations.json gives (`unobserved`): missing data is never read as health.
+
 A tier limits a run when the queue in front of it grows, not merely when it is busy: a DB at 90%
 CPU that answers promptly did not slow the run down. So the evidence each tier needs is a busy
 resource AND a sign that the work waited for it:
@@ -29,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
-from perflab.audit import Threshold, dropped_share
+from perflab.audit import Threshold, app_restart, db_outage, dropped_share, error_kinds
 from perflab.observations import Observations, Saturation, TierCpu
 from perflab.model import SCHEMA_VERSION, RunResult, dumps
 
@@ -210,11 +216,88 @@ def _describe(f: TierFigures) -> str:
     return f"{f.tier}: " + (", ".join(parts) if parts else "no figures")
 
 
+# The figures the branches of attribute() read, as its sentences name them, with the Observations
+# field whose reason `unobserved` holds; inside the saturation, "saturation.<field>".
+NEEDED = (
+    ("the load generator's CPU", "loadgen_cpu"),
+    ("the app's CPU", "app_cpu"),
+    ("the DB's CPU", "db_cpu"),
+    ("each tier's CPUs", "cpus_busy"),
+    ("the DB's disk", "db_disk_busy"),
+    ("saturation", "saturation"),
+)
+NEEDED_SATURATION = (
+    ("the app's DB pool waits", "app_pool_waiting_avg"),
+    ("the app's blocked threads", "app_threads_blocked_max"),
+    ("the DB's running statements", "db_threads_running_avg"),
+    ("the network links", "network_link_fraction"),
+)
+CPU_TIERS = ("loadgen", "app", "db")
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def not_observed(obs: Observations) -> str | None:
+    """The figures the attribution needs that were not observed, each with its reason (those of one
+    reason together), e.g. "the app's DB pool waits and the app's blocked threads (<why>)"; None
+    when every one was observed."""
+    missing: dict[str, list[str]] = {}
+
+    def note(what: str, *names: str) -> None:
+        reason = next((obs.unobserved[n] for n in names if n in obs.unobserved), "not recorded why")
+        missing.setdefault(reason, []).append(what)
+
+    for what, name in NEEDED:
+        if getattr(obs, name) is None:
+            note(what, name)
+    cpus_busy, saturation = obs.cpus_busy, obs.saturation
+    if cpus_busy is not None:
+        for tier in CPU_TIERS:
+            if tier not in cpus_busy:
+                note(f"the {tier} tier's CPUs", f"cpus_busy.{tier}", "cpus_busy")
+    if saturation is not None:
+        for what, name in NEEDED_SATURATION:
+            if getattr(saturation, name) is None:
+                note(what, f"saturation.{name}", "saturation")
+    if not missing:
+        return None
+    return "; ".join(f"{_listed(whats)} ({reason})" for reason, whats in missing.items())
+
+
+def failures(run: RunResult) -> str | None:
+    """The requests that failed, as the sentence states them; None without any."""
+    total = run.errors.total()
+    if not total:
+        return None
+    if total <= run.requests:
+        return f"{total} of {run.requests} requests failed ({error_kinds(run)})"
+    return f"{total} requests failed ({error_kinds(run)}), {run.requests} completed"  # wrk2: connect errors
+
+
 def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRESHOLDS) -> Attribution:
     rows = tier_figures(run, obs, t)
+    evidence = tuple(_describe(f) for f in rows)
+    achieved = run.achieved_rate / run.target_rate
+    rate_text = f"{run.achieved_rate:g} of {run.target_rate:g} req/s ({achieved:.0%})"
+    restart, outage, failed = app_restart(run, obs), db_outage(obs), failures(run)
+    if outage is not None:
+        said = [*([restart] if restart else []), f"limited by the database: {outage}", *([failed] if failed else [])]
+        return Attribution("db", f"{'; '.join(said)}, at {rate_text}.", evidence, rows)
+    found = _by_the_figures(run, obs, rows, evidence, t, kept_up=not (restart or failed))
+    if restart or failed:
+        said = [s for s in (restart, failed) if s]
+        return Attribution(found.limiting_tier, f"{'; '.join(said)}; {found.sentence}", evidence, rows)
+    return found
+
+
+def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, ...], evidence: tuple[str, ...],
+                    t: AttributionThresholds, kept_up: bool) -> Attribution:
+    """The limiting tier from the tiers' figures alone; kept_up=False: the run failed requests (or its app
+    restarted), so whatever its rate it did not keep up, and the sentence never says it did."""
     by_tier = {f.tier: f for f in rows}
     loadgen, app, db = by_tier["loadgen"], by_tier["app"], by_tier["db"]
-    evidence = tuple(_describe(f) for f in rows)
     achieved = run.achieved_rate / run.target_rate
     rate_text = f"{run.achieved_rate:g} of {run.target_rate:g} req/s ({achieved:.0%})"
 
@@ -267,6 +350,8 @@ def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRE
         own_cpu = [s for s in loadgen.saturated if s.startswith("its CPU ")] if loadgen_busy else []
         drops = [s for s in loadgen.saturated if "offered requests dropped" in s] if dropped and downstream_free else []
         return verdict("loadgen", f"load generator: {' and '.join(own_cpu + drops)}")
+    missing = not_observed(obs)
+    unseen = f"; not observed: {missing}" if missing else ""
     if achieved >= t.kept_up.value and not dropped:
         busy = [f"{f.tier} ({'; '.join(f.saturated)})" for f in rows if f.saturated]
         tolerated = (f"; {_dropped_text(loadgen)}, within the {t.dropped_share.value:.1%} tolerance"
@@ -275,15 +360,25 @@ def attribute(run: RunResult, obs: Observations, t: AttributionThresholds = THRE
             # Busy CPUs with nothing queueing in front of them: never "not saturated" (a DB host
             # whose CPUs a hog filled kept up at 117% of the rate, wrk2 catching up after falling
             # behind on the same core), never blamed either: the figures cannot tell which.
-            return Attribution(None, f"not attributed: the system kept up with the offered rate, {rate_text}, "
-                                     f"but busy without a queue in front of them: {', '.join(busy)}; whether "
-                                     f"they or a neighbour on their CPUs limit the run cannot be told from "
-                                     f"these figures{tolerated}.", evidence, rows)
-        return Attribution(None, f"no tier was saturated: the system kept up with the offered rate, "
-                                 f"{rate_text}{tolerated}.", evidence, rows)
+            rate = (f"the system kept up with the offered rate, {rate_text}, but busy" if kept_up
+                    else f"busy at {rate_text}")
+            return Attribution(None, f"not attributed: {rate} without a queue in front of them: {', '.join(busy)}; "
+                                     f"whether they or a neighbour on their CPUs limit the run cannot be told from "
+                                     f"these figures{unseen}{tolerated}.", evidence, rows)
+        if missing:
+            if kept_up:
+                return Attribution(None, f"not attributed: the system kept up with the offered rate, {rate_text}, but "
+                                         f"whether a tier was saturated cannot be told: not observed: {missing}"
+                                         f"{tolerated}.", evidence, rows)
+            return Attribution(None, f"not attributed: whether a tier was saturated cannot be told, at {rate_text}: "
+                                     f"not observed: {missing}{tolerated}.", evidence, rows)
+        if kept_up:
+            return Attribution(None, f"no tier was saturated: the system kept up with the offered rate, "
+                                     f"{rate_text}{tolerated}.", evidence, rows)
+        return Attribution(None, f"no tier was saturated, at {rate_text}{tolerated}.", evidence, rows)
     observed = any(f.busy_cores is not None for f in rows) or obs.saturation is not None
     if not observed:
         return Attribution(None, f"not attributed: no utilization or saturation was observed, at {rate_text}.",
                            evidence, rows)
     return Attribution(None, f"not attributed: the system fell short ({rate_text}) but no tier's figures "
-                             "crossed a threshold (see each tier's figures).", evidence, rows)
+                             f"crossed a threshold (see each tier's figures){unseen}.", evidence, rows)

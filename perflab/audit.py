@@ -9,10 +9,16 @@ not a rule.
 
 Every threshold lives in THRESHOLDS, with the reason for its value; the report numbers refer to
 the four field reports the method comes from (README.md, "the method").
+
+Two rules judge what happened to the lab in the window rather than how it performed: the app's JVM
+starting again in it (app_not_restarted, from process-exporter) and the DB going down
+(db_up, from mysqld_exporter's mysql_up). They come first: a crash or an outage explains the
+errors and the shortfall the rules after them find.
 """
 
 from __future__ import annotations
 
+import datetime
 import enum
 import itertools
 from collections.abc import Callable
@@ -40,6 +46,8 @@ class Threshold:
 
 @dataclass(frozen=True)
 class Thresholds:
+    max_app_restarts: Threshold
+    max_db_down_s: Threshold
     max_errors: Threshold
     min_achieved_fraction: Threshold
     max_p99_to_slo: Threshold
@@ -56,6 +64,18 @@ class Thresholds:
 
 
 THRESHOLDS = Thresholds(
+    max_app_restarts=Threshold(
+        0,
+        "Issue 14: the JVM killed mid-run and restarted by systemd within 5 s. A restarted app served the "
+        "rest of the window cold (interpreted code, empty pools and caches) after failing what was in "
+        "flight: the window measured a crash and a warm-up, not the app at the rate asked.",
+    ),
+    max_db_down_s=Threshold(
+        0,
+        "Issue 14: the DB stopped 10 s into the measured phase. Every request that needed it failed or "
+        "waited while it was down: the window measured an outage, not the app. One scrape of mysqld_exporter "
+        "reporting mysql_up 0 is enough: the exporter could not reach the DB.",
+    ),
     max_errors=Threshold(
         0,
         "Report 1, step 1: 10 non-2xx responses hid a deadlocked app that served 1.75 req/s. "
@@ -149,6 +169,35 @@ def dropped_share(run: RunResult) -> float | None:
 NO_PROMETHEUS = "not evaluated: no Prometheus data"
 
 
+def clock(unix_s: float) -> str:
+    """A moment as the sentences give it: its UTC time of day, e.g. 09:00:12Z."""
+    return datetime.datetime.fromtimestamp(unix_s, datetime.timezone.utc).strftime("%H:%M:%SZ")
+
+
+def window_start(run: RunResult) -> float | None:
+    """The measured window's start, unix seconds; None when the run did not record it."""
+    if run.started_at is None:
+        return None
+    return datetime.datetime.fromisoformat(run.started_at.replace("Z", "+00:00")).timestamp()
+
+
+def app_restart(run: RunResult, obs: Observations) -> str | None:
+    """The app's restart as the sentences state it, when its JVM started in the measured window; else None."""
+    start = window_start(run)
+    started = obs.app_jvm_started_at
+    if start is None or started is None or started <= start:
+        return None
+    return f"the app restarted {started - start:.0f} s into the measured window (its JVM started at {clock(started)})"
+
+
+def db_outage(obs: Observations) -> str | None:
+    """The DB's outage as the sentences state it, when mysqld_exporter saw it down in the window; else None."""
+    if not obs.db_down_s:
+        return None
+    since = f" from {clock(obs.db_down_from)}" if obs.db_down_from is not None else " in the measured window"
+    return f"the DB was down for ~{obs.db_down_s:.0f} s{since} (mysqld_exporter's mysql_up 0)"
+
+
 def _not_observed(obs: Observations, *names: str, what: str) -> str:
     """Why a rule could not be evaluated: the observer's reason where it gave one."""
     reasons = [obs.unobserved[n] for n in names if n in obs.unobserved]
@@ -171,13 +220,47 @@ def _result(rule: str, status: Status, evidence: str) -> RuleResult:
     return RuleResult(rule, status, evidence)
 
 
+def app_not_restarted(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """The app's JVM started again inside the measured window (crashed and restarted): INVALID."""
+    name = "app_not_restarted"
+    if obs.app_jvm_started_at is None:
+        return _result(name, Status.NOT_EVALUATED, _not_observed(
+            obs, "app_jvm_started_at", what="on the app's JVM (process-exporter's group app-java)"))
+    start = window_start(run)
+    if start is None:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: the run recorded no start of its measured window")
+    restarted = app_restart(run, obs)
+    # The latest start tells that the JVM started again, not how often: one restart at least.
+    if restarted is not None and 1 > t.max_app_restarts.value:
+        return _result(name, Status.INVALID, restarted)
+    return _result(name, Status.VALID, f"the app's JVM started at {clock(obs.app_jvm_started_at)}, "
+                                       f"{start - obs.app_jvm_started_at:.0f} s before the measured window, "
+                                       "and did not start again in it")
+
+
+def db_up(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """mysqld_exporter saw the DB down (mysql_up 0) in the measured window: INVALID."""
+    name = "db_up"
+    if obs.db_down_s is None:
+        return _result(name, Status.NOT_EVALUATED, _not_observed(
+            obs, "db_down_s", what="on the DB's availability (mysqld_exporter's mysql_up)"))
+    outage = db_outage(obs)
+    if outage is not None and obs.db_down_s > t.max_db_down_s.value:
+        return _result(name, Status.INVALID, outage)
+    return _result(name, Status.VALID, "the DB was up at every scrape of the measured window (mysqld_exporter's mysql_up 1)")
+
+
+def error_kinds(run: RunResult) -> str:
+    """The run's errors by kind, e.g. "timeout 2000, connect 140"."""
+    return ", ".join(f"{kind} {count}" for kind, count in run.errors.by_kind().items())
+
+
 def no_errors(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     """Any non-2xx response, socket error or timeout: INVALID."""
     name = "no_errors"
     total = run.errors.total()
     if total > t.max_errors.value:
-        kinds = ", ".join(f"{kind} {count}" for kind, count in run.errors.by_kind().items())
-        evidence = f"{total} errors in {run.requests} requests ({kinds})"
+        evidence = f"{total} errors in {run.requests} requests ({error_kinds(run)})"
         calibration_ms = run.scenario.parameters.get("wrk2_calibration_ms") if run.scenario else None
         if run.tool == "wrk2" and calibration_ms:
             # wrk.c counts socket errors from the first request on; only the histogram is reset.
@@ -399,6 +482,8 @@ def run_complete(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult
 
 RULES: tuple[Rule, ...] = (
     run_complete,
+    app_not_restarted,
+    db_up,
     no_errors,
     achieved_rate,
     slo_p99,

@@ -360,11 +360,19 @@ def _unix(iso: str) -> float:
 
 
 def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
-    """The DB's client sessions at the end of the window (roles/bench/tasks/db_sessions.yml)."""
+    """The DB's client sessions at the end of the window (roles/bench/tasks/db_sessions.yml); where
+    the DB did not answer, the bench wrote why instead ({"unavailable": <one line>})."""
     path = run_dir / "db-sessions.json"
     if not path.exists():
         return None, "the run recorded no DB sessions (db-sessions.json missing)"
-    found = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        found = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(found, dict):
+        raise InputError(f"{path}: not the DB's sessions: a JSON {type(found).__name__}, not an object")
+    if "unavailable" in found:
+        return None, f"the DB's sessions could not be listed: {found['unavailable']}"
     sessions = found.get("sessions") or []
     if not sessions:
         return None, "no network session of the app's DB user was open at the end of the window"
@@ -415,6 +423,9 @@ def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) ->
         app_max_rss_bytes=found.app_max_rss_bytes,
         cpus_busy=found.cpus_busy,
         saturation=found.saturation,
+        app_jvm_started_at=found.app_jvm_started_at,
+        db_down_s=found.db_down_s,
+        db_down_from=found.db_down_from,
         unobserved=unobserved,
     )
     allotted = {tier: float(len(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}

@@ -287,7 +287,7 @@ def _check_window(started_at: str | None, ended_at: str | None) -> None:
 class RunResult:
     tool: str  # "wrk2" or "vegeta" ("k6" in results stored before k6 was retired)
     target_rate: float  # requests per second asked
-    achieved_rate: float  # requests per second completed (wrk2, vegeta: see their modules)
+    achieved_rate: float  # successful requests per second (wrk2, vegeta: see their modules)
     requests: int
     duration_s: float
     latency_corrected: LatencyDistribution  # measured from each request's intended send time

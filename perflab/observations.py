@@ -109,7 +109,16 @@ class Observations:
     app_max_rss_bytes: float | None = None  # the app's largest resident memory in the window
     cpus_busy: dict[str, float] | None = None  # tier -> fraction of its CPUs busy, any process
     saturation: Saturation | None = None
-    unobserved: dict[str, str] = field(default_factory=dict)  # field name -> why it is None
+    # When the app's JVM that ran last in the measured window started, unix seconds (process-exporter's
+    # oldest start time of the group app-java, the latest seen up to the window's end): later than the
+    # window's start, the app restarted in it. None = not observed (also in observations written before).
+    app_jvm_started_at: float | None = None
+    # Seconds mysqld_exporter saw the DB down in the measured window (its mysql_up samples at 0, one
+    # scrape interval each; 0.0 = up at every scrape), and the first such sample, unix seconds.
+    db_down_s: float | None = None
+    db_down_from: float | None = None
+    # Field name -> why it is None; "saturation.<field>" for a figure of the saturation left None.
+    unobserved: dict[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -124,8 +133,8 @@ class Observations:
         fractions = [self.db_disk_busy, *(self.write_share_by_third or ())]
         if any(f is not None and not 0.0 <= f <= 1.0 for f in fractions):
             raise ValueError("db_disk_busy and write_share_by_third are fractions between 0 and 1")
-        if any(s is not None and s < 0 for s in (self.warmup_s, self.jit_compile_s)):
-            raise ValueError("warmup_s and jit_compile_s are durations, never negative")
+        if any(s is not None and s < 0 for s in (self.warmup_s, self.jit_compile_s, self.db_down_s)):
+            raise ValueError("warmup_s, jit_compile_s and db_down_s are durations, never negative")
 
     def to_json(self) -> str:
         return dumps(self)

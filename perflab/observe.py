@@ -1,6 +1,12 @@
 """What Prometheus saw over a run's measured window: the audit's observations (read/write mix by
-third, DB statements per request against the contract, JIT time, DB disk, the app's max RSS),
-the saturation figures of the bottleneck attribution, and utilization.json for the report.
+third, DB statements per request against the contract, JIT time, DB disk, the app's max RSS,
+whether the app's JVM restarted and whether the DB went down), the saturation figures of the
+bottleneck attribution, and utilization.json for the report.
+
+A figure Prometheus cannot give is None with its reason in `unobserved`, never a zero (a zero
+reads as idle): a query Prometheus refuses costs its own figure only; once Prometheus cannot be
+reached (stopped, or gone in the middle of the collection) no further query is asked and every
+figure not read yet says so.
 
 Counters are read as the difference of two instant values (the last sample at or before each
 moment), never with increase(), which extrapolates to the window's edges: two counters from two
@@ -16,13 +22,13 @@ interval of requests more on one side than on the other.)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 
 from perflab import tiers
 from perflab.audit import THRESHOLDS
 from perflab.observations import Saturation, StatementsPerRequest
-from perflab.prometheus import Prometheus, PrometheusError
+from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -55,6 +61,13 @@ APP_METRIC_FIGURES = ("write_share_by_third", "statements_per_request", "expecte
 
 # Micrometer's JvmCompilationMetrics (Spring Boot binds it; Quarkus does not).
 JIT_METRIC = "jvm_compilation_time_ms_total"
+
+# The start time of the app's JVM: process-exporter's group app-java (roles/process_exporter's
+# process_exporter_groups) on the app host. An empty group reports Go's zero time (a large
+# negative number), hence the `> 0` where it is read.
+APP_JVM_START = 'namedprocess_namegroup_oldest_start_time_seconds{job="process",tier="app",groupname="app-java"}'
+# 1 while mysqld_exporter can reach the DB, 0 at each scrape it cannot (the exporter keeps running).
+DB_UP = 'mysql_up{job="mysqld"}'
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,8 @@ class Window:
 
 @dataclass
 class Findings:
-    """What Prometheus answered; every None has its reason in `unobserved`."""
+    """What Prometheus answered; every None has its reason in `unobserved` (but db_down_from, None
+    too when the DB was never down: db_down_s 0.0)."""
 
     write_share_by_third: tuple[float, float, float] | None = None
     requests: float | None = None
@@ -113,6 +127,9 @@ class Findings:
     app_max_rss_bytes: float | None = None
     cpus_busy: dict[str, float] | None = None
     saturation: Saturation | None = None
+    app_jvm_started_at: float | None = None
+    db_down_s: float | None = None
+    db_down_from: float | None = None
     unobserved: dict[str, str] = field(default_factory=dict)
 
 
@@ -312,7 +329,9 @@ class Observer:
         else:
             found.unobserved["cpus_busy"] = "node_exporter reported no per-CPU time for the tiers' hosts"
 
-    def saturation(self, found: Findings, await_ms: float | None) -> None:
+    def saturation(self, found: Findings, await_ms: float | None, app_unobserved: str | None = None) -> None:
+        """The queues of the attribution; each one left None says why in unobserved["saturation.<field>"]
+        (app_unobserved: the reason for every figure of the app's own metrics, when it is not scraped)."""
         app = f'{{job="app",application="{self.app}"}}'
         r = self.window.range
         link = self.prom.query(
@@ -331,31 +350,108 @@ class Observer:
             network_link_fraction={s.labels["tier"]: s.value for s in link
                                    if "tier" in s.labels and math.isfinite(s.value)} or None,
         )
+        exported = f"the app {self.app} exported no"
+        why = {
+            "app_pool_waiting_avg": app_unobserved or f"{exported} perflab_db_pool_waiting in the window",
+            "app_pool_waiting_max": app_unobserved or f"{exported} perflab_db_pool_waiting in the window",
+            "app_pool_in_use_max": app_unobserved or f"{exported} perflab_db_pool_in_use in the window",
+            "app_threads_blocked_max": app_unobserved or f'{exported} jvm_threads_states_threads{{state="blocked"}} '
+                                                         "in the window",
+            "db_threads_running_avg": "mysqld_exporter reported no mysql_global_status_threads_running in the window",
+            "db_disk_await_ms": found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
+            "network_link_fraction": "node_exporter reported no eth0 traffic against a link speed for any tier",
+        }
+        for name, reason in why.items():
+            if getattr(found.saturation, name) is None:
+                found.unobserved[f"saturation.{name}"] = reason
+
+    def app_jvm(self, found: Findings) -> None:
+        """When the app's JVM that ran last in the window started: the latest start time process-exporter
+        reported up to the window's end. Read after the window's settling, so that a JVM started in the
+        window's last scrape interval has been scraped; a start after the window's end is not this
+        window's (a later sample of the same JVM would hide an earlier restart, hence the filter)."""
+        w = self.window
+        at = w.end + w.settled_s
+        span = f"{max(1, math.ceil(at - w.start))}s"
+        started = self.prom.value(
+            f"max(max_over_time((({APP_JVM_START} > 0) <= {w.end:.3f})[{span}:{w.step}]))", at)
+        if started is None:
+            found.unobserved["app_jvm_started_at"] = (
+                "process-exporter reported no running JVM of the app (group app-java on the app host) in the window")
+        else:
+            found.app_jvm_started_at = started
+
+    def db_up(self, found: Findings) -> None:
+        """Whether mysqld_exporter reached the DB at every scrape of the window; else for how long it did
+        not (its samples at 0, one scrape interval each) and from when (the first of them)."""
+        w, r = self.window, self.window.range
+        lowest = self.prom.value(f"min(min_over_time({DB_UP}[{r}]))", w.end)
+        if lowest is None:
+            reason = "mysqld_exporter reported no mysql_up in the window"
+            found.unobserved.update(db_down_s=reason, db_down_from=reason)
+            return
+        if lowest >= 1:
+            found.db_down_s = 0.0
+            return
+        down = self.prom.value(f"sum(count_over_time({DB_UP}[{r}]) - sum_over_time({DB_UP}[{r}]))", w.end)
+        found.db_down_s = max(1.0, down or 0.0) * w.scrape_interval_s
+        found.db_down_from = self.prom.value(
+            f"min(min_over_time((timestamp({DB_UP}) and {DB_UP} == 0)[{r}:{w.step}]))", w.end)
+        if found.db_down_from is None:
+            found.unobserved["db_down_from"] = "Prometheus gave no time for the DB's first mysql_up 0 in the window"
 
 
 def observe(prometheus: Prometheus, window: Window, app: str,
             tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> Findings:
-    """Every figure of the window; Prometheus unreachable -> every figure unobserved, with why."""
+    """Every figure of the window. A query Prometheus fails leaves its figures unobserved with the
+    reason; once it cannot be reached, every figure not read yet is unobserved with that reason."""
     found = Findings()
     observer = Observer(prometheus, window, app)
-    try:
-        await_ms = observer.disk(found)
-        if observer.scraped():
-            observer.mix_and_statements(found)
-            observer.jit(found)
-        else:
-            for name in APP_METRIC_FIGURES:
-                found.unobserved[name] = (f"the app's own metrics are unobserved: Prometheus' app job has no target for "
-                                          f"{app} (an app whose manifest declares no metrics endpoint is not scraped)")
-        observer.rss(found)
-        observer.cpus(found, tier_cpus)
-        observer.saturation(found, await_ms)
-    except PrometheusError as error:
-        for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request",
-                     "jit_compile_s", "db_disk_busy", "app_max_rss_bytes", "cpus_busy", "saturation"):
-            if getattr(found, name) is None:
-                found.unobserved.setdefault(name, f"no Prometheus data: {error}")
+    unreachable: list[PrometheusError] = []
+
+    def read(figures: tuple[str, ...], figure: Callable[[], None]) -> None:
+        if not unreachable:
+            try:
+                figure()
+                return
+            except PrometheusUnreachable as error:
+                unreachable.append(error)
+            except PrometheusError as error:
+                unobserved(found, figures, error)
+                return
+        unobserved(found, figures, unreachable[0])
+
+    await_ms: list[float | None] = [None]
+
+    def disk() -> None:
+        await_ms[0] = observer.disk(found)
+
+    scraped: list[bool] = []
+    read(APP_METRIC_FIGURES, lambda: scraped.append(observer.scraped()))
+    app_unobserved = None
+    if scraped == [False]:
+        app_unobserved = (f"the app's own metrics are unobserved: Prometheus' app job has no target for {app} "
+                          "(an app whose manifest declares no metrics endpoint is not scraped)")
+        for name in APP_METRIC_FIGURES:
+            found.unobserved[name] = app_unobserved
+    read(("db_disk_busy",), disk)
+    if scraped == [True]:
+        read(("write_share_by_third", "statements_per_request", "expected_statements_per_request"),
+             lambda: observer.mix_and_statements(found))
+        read(("jit_compile_s",), lambda: observer.jit(found))
+    read(("app_max_rss_bytes",), lambda: observer.rss(found))
+    read(("cpus_busy",), lambda: observer.cpus(found, tier_cpus))
+    read(("saturation",), lambda: observer.saturation(found, await_ms[0], app_unobserved))
+    read(("app_jvm_started_at",), lambda: observer.app_jvm(found))
+    read(("db_down_s", "db_down_from"), lambda: observer.db_up(found))
     return found
+
+
+def unobserved(found: Findings, figures: Iterable[str], error: PrometheusError) -> None:
+    """Each of FIGURES that Prometheus' failure left None: unobserved, with the failure as its reason."""
+    for name in figures:
+        if getattr(found, name) is None:
+            found.unobserved.setdefault(name, f"no Prometheus data: {error}")
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
 """A small client of Prometheus' HTTP API (instant and range queries), stdlib only.
 
 Every failure (unreachable, HTTP error, a query Prometheus rejects, an answer that is not
-Prometheus') raises PrometheusError with one sentence an operator can act on.
+Prometheus') raises PrometheusError with one sentence an operator can act on; one that no later
+query can escape (Prometheus unreachable, or gone in the middle of an answer) raises its subclass
+PrometheusUnreachable, so that a caller stops asking rather than waiting out each query.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import urllib.error
@@ -19,6 +22,10 @@ DEFAULT_URL = "http://127.0.0.1:9090"
 
 class PrometheusError(Exception):
     """Prometheus could not answer a query; str() says why and where."""
+
+
+class PrometheusUnreachable(PrometheusError):
+    """Prometheus could not be reached, or went away in the middle of an answer."""
 
 
 @dataclass(frozen=True)
@@ -54,10 +61,11 @@ class Prometheus:
                 detail = ""
             raise PrometheusError(f"Prometheus at {self.url} refused {params.get('query', path)!r}: "
                                   f"HTTP {error.code} {detail}".rstrip()) from error
-        except (urllib.error.URLError, OSError) as error:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+            # HTTPException: the connection broke in the middle of an answer (IncompleteRead).
             reason = getattr(error, "reason", error)
-            raise PrometheusError(f"Prometheus at {self.url} is unreachable ({reason}): is the lab up "
-                                  f"(make lab-status) and the URL right?") from error
+            raise PrometheusUnreachable(f"Prometheus at {self.url} is unreachable ({reason}): is the lab up "
+                                        f"(make lab-status) and the URL right?") from error
         except ValueError as error:
             raise PrometheusError(f"{self.url} did not answer like Prometheus (not JSON)") from error
         if not isinstance(body, dict) or body.get("status") != "success" or "data" not in body:

@@ -16,6 +16,13 @@ Traps the fixtures (tests/unit/fixtures/wrk2) hold, and how the parser meets the
 
 The target rate is not in wrk2's output; to_run_result takes it from the caller.
 
+The achieved rate counts successful answers only: wrk2's Requests/sec and its histogram count every
+answer, its "Non-2xx or 3xx responses" too (a 500 in 1 ms would read as a fast request achieved),
+so those are taken off. wrk2 counts them over its whole invocation and does not say which fell in
+the recorded window: every one is taken off the recorded requests, which never overstates the rate.
+Connect, read and write errors are no answers and never counted; a timed-out request whose answer
+came late is an answer, and stays in.
+
 The percentile table. The bench's wrk2 script writes, from wrk2's done() hook, a JSON file
 beside the text (`wrk2-<phase>-percentiles.json`, format PERCENTILES_FORMAT): the corrected
 histogram as ~200 (percent, microseconds) rows, and what the text leaves out: how many requests
@@ -217,11 +224,12 @@ def to_run_result(output: Wrk2Output, target_rate: float, table: PercentileTable
     is the one over the recorded window (the module's docstring says why).
     """
     latency = output.recorded
-    achieved_rate = output.requests_per_sec
+    failed_share = min(1.0, output.non_2xx_3xx / output.requests) if output.requests else 0.0
+    achieved_rate = output.requests_per_sec - output.requests_per_sec * failed_share
     if table is not None:
         check_table(output, table)
         latency = replace(latency, spectrum=table_spectrum(table))
-        achieved_rate = table.recorded_rate
+        achieved_rate = table.recorded_success_rate
     return RunResult(
         tool="wrk2",
         target_rate=target_rate,
@@ -258,7 +266,7 @@ def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target
 
     One host gives exactly to_run_result's result. With several: the requests, errors, threads,
     connections and bytes add up; the achieved rate is the sum of what each host kept over its own
-    recorded window (the tables' recorded_rate; the hosts start at one agreed instant, so the
+    recorded window (the tables' recorded_success_rate; the hosts start at one agreed instant, so the
     windows coincide); the corrected latency is the merged histogram of every host's table
     (merge_tables); the duration is the longest host's.
     """
@@ -273,7 +281,7 @@ def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target
     return RunResult(
         tool="wrk2",
         target_rate=target_rate,
-        achieved_rate=sum(table.recorded_rate for _, table in hosts),
+        achieved_rate=sum(table.recorded_success_rate for _, table in hosts),
         requests=sum(o.requests for o in outputs),
         duration_s=max(o.duration_s for o in outputs),
         latency_corrected=merge_tables([table for _, table in hosts]),
@@ -433,6 +441,12 @@ class PercentileTable:
     def recorded_rate(self) -> float:
         """Requests per second over the window wrk2 recorded."""
         return self.recorded / self.recorded_window_s
+
+    @property
+    def recorded_success_rate(self) -> float:
+        """Successful requests per second over the window wrk2 recorded: its non-2xx/3xx answers of the
+        whole invocation taken off the recorded requests (the module's docstring says why all of them)."""
+        return max(0, self.recorded - self.errors.status) / self.recorded_window_s
 
 
 def parse_percentiles(text: str) -> PercentileTable:

@@ -213,3 +213,91 @@ def test_attribution_is_stored_as_json_and_thresholds_have_reasons() -> None:
     for spec in dataclasses.fields(THRESHOLDS):
         threshold: Threshold = getattr(THRESHOLDS, spec.name)
         assert len(threshold.reason) > 40, spec.name
+
+
+# --- issue 14: a run is never judged wrong --------------------------------------------------
+
+UNREACHABLE = ("no Prometheus data: Prometheus at http://127.0.0.1:9090 is unreachable ([Errno 111] Connection "
+               "refused): is the lab up (make lab-status) and the URL right?")
+# Prometheus stopped mid-run: the CPU comes from the bench's cgroup samples, nothing else.
+PROMETHEUS_STOPPED = Observations(
+    loadgen_cpu=TierCpu(0.25, 1), app_cpu=TierCpu(0.30, 1), db_cpu=TierCpu(0.10, 1),
+    unobserved=dict.fromkeys(("db_disk_busy", "cpus_busy", "saturation", "app_jvm_started_at", "db_down_s"),
+                             UNREACHABLE))
+
+
+def test_missing_saturation_is_never_read_as_health() -> None:
+    found = attribute(run(), PROMETHEUS_STOPPED)
+    assert found.limiting_tier is None
+    assert found.sentence == (
+        "not attributed: the system kept up with the offered rate, 200 of 200 req/s (100%), but whether a tier was "
+        f"saturated cannot be told: not observed: each tier's CPUs, the DB's disk and saturation ({UNREACHABLE}).")
+
+
+def test_each_missing_figure_is_named_with_its_reason() -> None:
+    """An app Prometheus does not scrape (TechEmpower's, no metrics endpoint): its queues are unknown."""
+    not_scraped = ("the app's own metrics are unobserved: Prometheus' app job has no target for tfb-quarkus (an app "
+                   "whose manifest declares no metrics endpoint is not scraped)")
+    unscraped = dataclasses.replace(
+        with_(CALM, app_pool_waiting_avg=None, app_pool_waiting_max=None, app_threads_blocked_max=None),
+        cpus_busy={"loadgen": 0.55, "db": 0.55},
+        unobserved={"saturation.app_pool_waiting_avg": not_scraped, "saturation.app_threads_blocked_max": not_scraped})
+    found = attribute(run(), unscraped)
+    assert found.limiting_tier is None and "no tier was saturated" not in found.sentence
+    assert found.sentence.endswith(
+        "cannot be told: not observed: the app tier's CPUs (not recorded why); the app's DB pool waits and the app's "
+        f"blocked threads ({not_scraped}).")
+    # A shortfall with figures missing says which, too.
+    short = attribute(run(achieved=100.0), unscraped)
+    assert short.sentence.startswith("not attributed: the system fell short (100 of 200 req/s (50%)) but no tier's")
+    assert short.sentence.endswith(f"the app's DB pool waits and the app's blocked threads ({not_scraped}).")
+
+
+def windowed(result: RunResult, **errors: int) -> RunResult:
+    """The run with its measured window (09:00:00Z on) and its errors."""
+    return dataclasses.replace(result, started_at="2026-11-20T09:00:00Z", ended_at="2026-11-20T09:00:30Z",
+                               errors=ErrorCounts(**errors))
+
+
+WINDOW_START = 1795165200.0
+
+
+def test_a_run_with_errors_never_kept_up() -> None:
+    found = attribute(windowed(run(), http_status=60), CALM)
+    assert found.limiting_tier is None
+    assert found.sentence == "60 of 6000 requests failed (http_status 60); no tier was saturated, at 200 of 200 req/s (100%)."
+    # Whatever else it says comes after the failures.
+    app_bound = attribute(windowed(run(achieved=150.0), timeout=12), dataclasses.replace(CALM, app_cpu=TierCpu(0.97, 1)))
+    assert app_bound.limiting_tier == "app"
+    assert app_bound.sentence.startswith("12 of 4500 requests failed (timeout 12); limited by the app: its CPU 0.97")
+    blind = attribute(windowed(run(), connect=140), PROMETHEUS_STOPPED)
+    assert blind.sentence.startswith("140 of 6000 requests failed (connect 140); not attributed: whether a tier was "
+                                     "saturated cannot be told, at 200 of 200 req/s (100%): not observed: ")
+    for sentence in (found.sentence, app_bound.sentence, blind.sentence):
+        assert "kept up" not in sentence
+
+
+def test_an_app_restart_is_told_first_and_never_kept_up() -> None:
+    """The JVM killed mid-run and restarted by systemd within 5 s: 2,140 errors, 98% of the rate."""
+    restarted = dataclasses.replace(CALM, app_jvm_started_at=WINDOW_START + 12.3)
+    found = attribute(windowed(run(achieved=196.0, requests=5880), timeout=2000, connect=140), restarted)
+    assert found.sentence == ("the app restarted 12 s into the measured window (its JVM started at 09:00:12Z); "
+                              "2140 of 5880 requests failed (connect 140, timeout 2000); no tier was saturated, "
+                              "at 196 of 200 req/s (98%).")
+    quiet = attribute(windowed(run()), dataclasses.replace(CALM, app_jvm_started_at=WINDOW_START - 60))
+    assert quiet.sentence.startswith("no tier was saturated: the system kept up")
+
+
+def test_a_db_outage_is_named_first_as_the_limit() -> None:
+    """`systemctl stop mariadb` 10 s into the measured phase: errors counted, the outage named."""
+    outage = dataclasses.replace(CALM, db_down_s=15.0, db_down_from=WINDOW_START + 10.2)
+    found = attribute(windowed(run(achieved=140.0, requests=4200), connect=1800), outage)
+    assert found.limiting_tier == "db"
+    assert found.sentence == ("limited by the database: the DB was down for ~15 s from 09:00:10Z (mysqld_exporter's "
+                              "mysql_up 0); 1800 of 4200 requests failed (connect 1800), at 140 of 200 req/s (70%).")
+    both = attribute(windowed(run(achieved=140.0, requests=4200), connect=1800),
+                     dataclasses.replace(outage, app_jvm_started_at=WINDOW_START + 20))
+    assert both.limiting_tier == "db"
+    assert both.sentence.startswith("the app restarted 20 s into the measured window (its JVM started at 09:00:20Z); "
+                                    "limited by the database: the DB was down")
+    assert attribute(windowed(run()), dataclasses.replace(CALM, db_down_s=0.0)).limiting_tier is None

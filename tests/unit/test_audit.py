@@ -35,7 +35,8 @@ def rule_result(rule: audit.Rule, run: RunResult = STEADY, **observed: object) -
     ("name", "status", "failing_rules"),
     [
         ("wrk2-steady-2000rps.txt", Status.VALID, []),
-        ("wrk2-errors-non2xx.txt", Status.INVALID, ["no_errors"]),
+        # 1463 answers of status >= 400 in 14988: the rate achieved is the successful ones' (issue 14).
+        ("wrk2-errors-non2xx.txt", Status.INVALID, ["no_errors", "achieved_rate"]),
         ("wrk2-server-killed-midrun.txt", Status.INVALID, ["no_errors", "achieved_rate"]),
         ("wrk2-overloaded-600rps-capacity-250.txt", Status.INVALID, ["achieved_rate"]),
         ("wrk2-overloaded-uncorrected.txt", Status.INVALID, ["achieved_rate"]),
@@ -60,8 +61,8 @@ def test_rules_without_data_say_so_and_do_not_decide_the_verdict() -> None:
     assert verdict.status is Status.VALID
     skipped = {r.rule: r.evidence for r in verdict.not_evaluated}
     assert set(skipped) == {
-        "slo_p99", "loadgen_cpu", "app_is_bottleneck", "tiers_not_colocated", "warmed_up", "steady_mix",
-        "same_db_work", "jit_quiet",
+        "app_not_restarted", "db_up", "slo_p99", "loadgen_cpu", "app_is_bottleneck", "tiers_not_colocated",
+        "warmed_up", "steady_mix", "same_db_work", "jit_quiet",
     }
     assert skipped["loadgen_cpu"] == "not evaluated: no Prometheus data"
     assert all(text.startswith("not evaluated") for text in skipped.values())
@@ -93,6 +94,56 @@ def test_run_complete() -> None:
     assert (fired.status, fired.evidence) == (
         Status.INVALID, "the run is incomplete: interrupted by the operator at 12 s",
     )
+
+
+# The measured window of WINDOWED: 09:00:00Z to 09:01:00Z.
+WINDOWED = dataclasses.replace(STEADY, started_at="2026-11-20T09:00:00Z", ended_at="2026-11-20T09:01:00Z")
+WINDOW_START = 1795165200.0
+
+
+def test_app_not_restarted() -> None:
+    """Issue 14: the JVM killed mid-run and restarted by systemd within 5 s."""
+    started_before = rule_result(audit.app_not_restarted, WINDOWED, app_jvm_started_at=WINDOW_START - 95)
+    assert (started_before.status, started_before.evidence) == (
+        Status.VALID, "the app's JVM started at 08:58:25Z, 95 s before the measured window, and did not start again in it")
+    restarted = rule_result(audit.app_not_restarted, WINDOWED, app_jvm_started_at=WINDOW_START + 12.4)
+    assert (restarted.status, restarted.evidence) == (
+        Status.INVALID, "the app restarted 12 s into the measured window (its JVM started at 09:00:12Z)")
+    verdict = audit.audit(WINDOWED, Observations(app_jvm_started_at=WINDOW_START + 12.4))
+    assert (verdict.status, [r.rule for r in verdict.reasons]) == (Status.INVALID, ["app_not_restarted"])
+
+
+def test_app_not_restarted_unknown_is_not_evaluated_with_the_reason() -> None:
+    reason = "process-exporter reported no running JVM of the app (group app-java on the app host) in the window"
+    unknown = rule_result(audit.app_not_restarted, WINDOWED, unobserved={"app_jvm_started_at": reason})
+    assert (unknown.status, unknown.evidence) == (Status.NOT_EVALUATED, f"not evaluated: {reason}")
+    # Observations written before the figure existed: unknown, never "not restarted".
+    assert rule_result(audit.app_not_restarted, WINDOWED).evidence == (
+        "not evaluated: no Prometheus data on the app's JVM (process-exporter's group app-java)")
+    no_window = rule_result(audit.app_not_restarted, STEADY, app_jvm_started_at=WINDOW_START)
+    assert (no_window.status, no_window.evidence) == (
+        Status.NOT_EVALUATED, "not evaluated: the run recorded no start of its measured window")
+
+
+def test_db_up() -> None:
+    """Issue 14: `systemctl stop mariadb` 10 s into the measured phase."""
+    up = rule_result(audit.db_up, db_down_s=0.0)
+    assert (up.status, up.evidence) == (
+        Status.VALID, "the DB was up at every scrape of the measured window (mysqld_exporter's mysql_up 1)")
+    down = rule_result(audit.db_up, db_down_s=35.0, db_down_from=WINDOW_START + 10.5)
+    assert (down.status, down.evidence) == (
+        Status.INVALID, "the DB was down for ~35 s from 09:00:10Z (mysqld_exporter's mysql_up 0)")
+    reason = "mysqld_exporter reported no mysql_up in the window"
+    unknown = rule_result(audit.db_up, unobserved={"db_down_s": reason})
+    assert (unknown.status, unknown.evidence) == (Status.NOT_EVALUATED, f"not evaluated: {reason}")
+    assert rule_result(audit.db_up).evidence == (
+        "not evaluated: no Prometheus data on the DB's availability (mysqld_exporter's mysql_up)")
+
+
+def test_the_restart_and_the_outage_come_before_the_errors_they_explain() -> None:
+    crashed = dataclasses.replace(WINDOWED, errors=ErrorCounts(timeout=2000, connect=140))
+    verdict = audit.audit(crashed, Observations(app_jvm_started_at=WINDOW_START + 12, db_down_s=10.0))
+    assert [r.rule for r in verdict.reasons] == ["app_not_restarted", "db_up", "no_errors"]
 
 
 def test_no_errors() -> None:

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import threading
+import urllib.parse
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from perflab import collect
+from perflab.observations import DbSessions
 
 from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
 from .test_cli import perflab
@@ -164,3 +172,63 @@ def test_collect_timeseries_of_a_wrk2_run_says_why_not(tmp_path: Path) -> None:
     assert done.returncode == 4 and not (run_dir / "timeseries.json").exists()
     assert done.stderr == (f"perflab collect: error: {run_dir}: a wrk2 run: only vegeta keeps every request "
                            "(wrk2 keeps a histogram)\n")
+
+
+def test_db_sessions_the_db_could_not_list_are_unobserved_with_the_reason(tmp_path: Path) -> None:
+    """The bench's DB-sessions step, when the DB does not answer, writes why instead of failing the run."""
+    (tmp_path / "db-sessions.json").write_text(json.dumps(
+        {"unavailable": "the DB did not answer: ERROR 2002 (HY000): Can't connect to local server through socket"}))
+    assert collect.db_sessions(tmp_path) == (None, "the DB's sessions could not be listed: the DB did not answer: "
+                                                   "ERROR 2002 (HY000): Can't connect to local server through socket")
+    (tmp_path / "db-sessions.json").write_text(json.dumps({"sessions": [{"tls": True}, {"tls": False}]}))
+    assert collect.db_sessions(tmp_path) == (DbSessions(total=2, tls=1), "")
+    (tmp_path / "db-sessions.json").write_text('{"sessions": [')
+    with pytest.raises(collect.InputError, match=r"db-sessions.json: not JSON \(line 1"):
+        collect.db_sessions(tmp_path)
+
+
+class PrometheusThatStops:
+    """A Prometheus on a local port that answers its first ANSWERS queries (with no series) and then
+    stops listening: every later query is refused, as when it is stopped in the middle of a collection."""
+
+    def __init__(self, answers: int) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.queries: list[str] = []
+        self.thread = threading.Thread(target=self._serve, args=(answers,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, answers: int) -> None:
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
+        with self.listener:
+            for _ in range(answers):
+                connection, _ = self.listener.accept()
+                with connection:
+                    request = connection.recv(65536).decode("latin-1")
+                    self.queries.append(urllib.parse.unquote_plus(request.split(" ")[1]))
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                       + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+
+
+def test_prometheus_stopped_in_the_middle_of_collect_is_unobserved_never_health(tmp_path: Path) -> None:
+    inputs = bench_inputs("wrk2", 1000, ["wrk2-measure.txt"], ["wrk2-measure-percentiles.json"])
+    run_dir = run_dir_with(tmp_path, inputs, {
+        "wrk2-measure.txt": WRK2_FIXTURES / "wrk2-steady-1000rps.txt",
+        "wrk2-measure-percentiles.json": WRK2_FIXTURES / "wrk2-steady-1000rps-percentiles.json"})
+    prometheus = PrometheusThatStops(answers=3)
+    done = perflab("collect", run_dir, "--prometheus", prometheus.url)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
+    assert len(prometheus.queries) == 3  # answered, then refused
+    observations = json.loads((run_dir / "observations.json").read_text())
+    unreachable = f"no Prometheus data: Prometheus at {prometheus.url} is unreachable"
+    for name in ("cpus_busy", "saturation", "app_jvm_started_at", "db_down_s"):
+        assert observations[name] is None and observations["unobserved"][name].startswith(unreachable), name
+    rules = {r["rule"]: r for r in json.loads((run_dir / "audit.json").read_text())["rules"]}
+    for name in ("app_not_restarted", "db_up"):
+        assert rules[name]["status"] == "NOT_EVALUATED" and rules[name]["evidence"].startswith(
+            f"not evaluated: {unreachable}"), rules[name]
+    sentence = json.loads((run_dir / "attribution.json").read_text())["sentence"]
+    assert "no tier was saturated" not in sentence
+    assert sentence.startswith("not attributed: the system kept up with the offered rate, ") and (
+        "but whether a tier was saturated cannot be told: not observed: each tier's CPUs" in sentence), sentence

@@ -3,12 +3,13 @@ audit's new branches (DB starved on shared CPUs), and a run with no Prometheus t
 observations saying why."""
 
 import socket
+import threading
 
 import pytest
 
 from perflab import audit, observe
 from perflab.audit import THRESHOLDS, Status
-from perflab.prometheus import Prometheus, Sample
+from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable, Sample
 from perflab.observations import Observations, Saturation, StatementsPerRequest, TierCpu
 
 from .test_audit import STEADY, rule_result
@@ -263,3 +264,149 @@ def test_an_app_that_is_not_scraped_leaves_its_own_metrics_unobserved_with_that_
     assert rule.status is Status.NOT_EVALUATED and reason in rule.evidence
     scraped = observe.observe(EmptyLab(scraped=True), observe.Window(1000.0, 1060.0), "tfb-quarkus", {})  # type: ignore[arg-type]
     assert scraped.unobserved["write_share_by_third"] == "the app tfb-quarkus exported no http_server_requests_seconds_count in the window"
+
+
+# --- issue 14: the app's restarts, the DB's outages, Prometheus gone mid-collection ----------
+
+WINDOW = observe.Window(1000.0, 1060.0, quiet_s=7.0)  # settled 15 s after its end: read at 1075
+
+
+class LifeLab:
+    """A Prometheus that answers the restart and outage queries: the app's JVM started at
+    JVM_STARTS (each later one replacing the one before), mysql_up 0 from DB_DOWN over the given
+    scrapes (every 5 s from 1000.5). Any other query: nothing."""
+
+    def __init__(self, jvm_starts: list[float], db_down: list[float] | None = None, db_scraped: bool = True) -> None:
+        self.jvm_starts, self.db_down, self.db_scraped = jvm_starts, db_down or [], db_scraped
+        self.asked: list[tuple[str, float | None]] = []
+
+    def query(self, expr: str, at: float | None = None) -> list[Sample]:
+        self.asked.append((expr, at))
+        assert at is not None
+        if expr.startswith("max(max_over_time(((namedprocess_namegroup_oldest_start_time_seconds"):
+            # The filter: a start after the window's end is not this window's.
+            seen = [start for start in self.jvm_starts if start <= WINDOW.end]
+            return [Sample({}, max(seen))] if seen else []
+        scrapes = [1000.5 + 5 * i for i in range(12)] if self.db_scraped else []
+        up = [0.0 if t in self.db_down else 1.0 for t in scrapes]
+        if expr.startswith("min(min_over_time(mysql_up"):
+            return [Sample({}, min(up))] if up else []
+        if expr.startswith("sum(count_over_time(mysql_up"):
+            return [Sample({}, len(up) - sum(up))]
+        if expr.startswith("min(min_over_time((timestamp(mysql_up"):
+            return [Sample({}, min(self.db_down))] if self.db_down else []
+        return []
+
+    def value(self, expr: str, at: float | None = None) -> float | None:
+        samples = self.query(expr, at)
+        return samples[0].value if samples else None
+
+
+def test_an_app_restart_in_the_window_is_read_from_process_exporter() -> None:
+    restarted = LifeLab([400.0, 1012.0])
+    found = observe.observe(restarted, WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert found.app_jvm_started_at == 1012.0 and "app_jvm_started_at" not in found.unobserved
+    query, at = next((q, at) for q, at in restarted.asked if "oldest_start_time" in q)
+    assert query == ('max(max_over_time(((namedprocess_namegroup_oldest_start_time_seconds{job="process",tier="app",'
+                     'groupname="app-java"} > 0) <= 1060.000)[75s:5s]))')
+    assert at == WINDOW.end + WINDOW.settled_s == 1075.0
+    # A JVM started after the window (the quiet time's) does not hide the restart in it.
+    assert observe.observe(LifeLab([400.0, 1012.0, 1065.0]), WINDOW, "quarkus", {}).app_jvm_started_at == 1012.0  # type: ignore[arg-type]
+    assert observe.observe(LifeLab([400.0]), WINDOW, "quarkus", {}).app_jvm_started_at == 400.0  # type: ignore[arg-type]
+    gone = observe.observe(LifeLab([]), WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert gone.app_jvm_started_at is None
+    assert gone.unobserved["app_jvm_started_at"] == (
+        "process-exporter reported no running JVM of the app (group app-java on the app host) in the window")
+
+
+def test_a_db_outage_is_read_from_mysql_up() -> None:
+    down = LifeLab([400.0], db_down=[1010.5, 1015.5, 1020.5])
+    found = observe.observe(down, WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert (found.db_down_s, found.db_down_from) == (15.0, 1010.5)
+    assert [q for q, _ in down.asked if "mysql_up" in q] == [
+        'min(min_over_time(mysql_up{job="mysqld"}[60s]))',
+        'sum(count_over_time(mysql_up{job="mysqld"}[60s]) - sum_over_time(mysql_up{job="mysqld"}[60s]))',
+        'min(min_over_time((timestamp(mysql_up{job="mysqld"}) and mysql_up{job="mysqld"} == 0)[60s:5s]))',
+    ]
+    up = observe.observe(LifeLab([400.0]), WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert (up.db_down_s, up.db_down_from) == (0.0, None) and "db_down_s" not in up.unobserved
+    unknown = observe.observe(LifeLab([400.0], db_scraped=False), WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert unknown.db_down_s is None
+    assert unknown.unobserved["db_down_s"] == "mysqld_exporter reported no mysql_up in the window"
+    obs = Observations(db_down_s=found.db_down_s, db_down_from=found.db_down_from)
+    assert audit.db_up(STEADY, obs, THRESHOLDS).evidence == (
+        "the DB was down for ~15 s from 00:16:50Z (mysqld_exporter's mysql_up 0)")
+
+
+class GoneMidway(ScrapedLab):
+    """The scraped lab, whose Prometheus stops answering after its first ANSWERS queries."""
+
+    def __init__(self, answers: int) -> None:
+        super().__init__(200.0, [(900.0, 993.0), (1000.5, 1059.8)])
+        self.answers, self.asked = answers, 0
+
+    def query(self, expr: str, at: float | None = None) -> list[Sample]:
+        self.asked += 1
+        if self.asked > self.answers:
+            raise PrometheusUnreachable("Prometheus at http://127.0.0.1:9090 is unreachable ([Errno 111] Connection "
+                                        "refused): is the lab up (make lab-status) and the URL right?")
+        if expr.startswith("up{"):
+            return [Sample({}, 1.0)]
+        return super().query(expr, at) if "http_server_requests" in expr or "mysql_global_status" in expr else []
+
+
+def test_prometheus_gone_in_the_middle_leaves_every_figure_not_read_unobserved() -> None:
+    """Prometheus answers the app's requests, then goes away: nothing escapes, no figure reads as
+    zero (idle), each one not read says why, and no query is asked after the first refused."""
+    lab = GoneMidway(answers=8)
+    found = observe.observe(lab, observe.Window(1000.0, 1060.0, quiet_s=7.0), "quarkus", {"db": ("h-db", (0,))})  # type: ignore[arg-type]
+    assert found.write_share_by_third is not None and lab.asked == 9
+    for name in ("statements_per_request", "jit_compile_s", "app_max_rss_bytes", "cpus_busy", "saturation",
+                 "app_jvm_started_at", "db_down_s", "db_down_from"):
+        assert getattr(found, name) is None, name
+        assert found.unobserved[name].startswith("no Prometheus data: Prometheus at http://127.0.0.1:9090 is "
+                                                 "unreachable"), name
+    assert "write_share_by_third" not in found.unobserved
+
+
+def test_a_query_prometheus_refuses_costs_its_own_figure_only() -> None:
+    class Refusing(LifeLab):
+        def query(self, expr: str, at: float | None = None) -> list[Sample]:
+            if "oldest_start_time" in expr:
+                raise PrometheusError("Prometheus at http://127.0.0.1:9090 refused it: HTTP 400 bad_data")
+            return super().query(expr, at)
+
+    found = observe.observe(Refusing([400.0]), WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert found.unobserved["app_jvm_started_at"] == (
+        "no Prometheus data: Prometheus at http://127.0.0.1:9090 refused it: HTTP 400 bad_data")
+    assert found.db_down_s == 0.0  # asked after it, and answered
+
+
+def test_saturation_figures_left_none_say_why() -> None:
+    found = observe.observe(EmptyLab(scraped=False), WINDOW, "tfb-quarkus", {})  # type: ignore[arg-type]
+    assert found.saturation == Saturation()
+    assert found.unobserved["saturation.app_pool_waiting_avg"] == found.unobserved["write_share_by_third"]
+    assert found.unobserved["saturation.db_threads_running_avg"] == (
+        "mysqld_exporter reported no mysql_global_status_threads_running in the window")
+    scraped = observe.observe(EmptyLab(scraped=True), WINDOW, "tfb-quarkus", {})  # type: ignore[arg-type]
+    assert scraped.unobserved["saturation.app_threads_blocked_max"] == (
+        'the app tfb-quarkus exported no jvm_threads_states_threads{state="blocked"} in the window')
+
+
+def test_prometheus_gone_in_the_middle_of_an_answer_is_unreachable_not_a_crash() -> None:
+    """http.client's IncompleteRead is neither an OSError nor a ValueError: it escaped collect."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def cut_short() -> None:
+        with listener:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"status": "succ')
+
+    server = threading.Thread(target=cut_short, daemon=True)
+    server.start()
+    prometheus = Prometheus(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout_s=5)
+    with pytest.raises(PrometheusUnreachable, match=r"is unreachable \(IncompleteRead"):
+        prometheus.query("up", 1000.0)
+    server.join(timeout=5)

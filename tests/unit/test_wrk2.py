@@ -257,6 +257,22 @@ def _table(run: str) -> wrk2.PercentileTable:
     return wrk2.parse_percentiles(_table_text(run))
 
 
+def test_the_achieved_rate_counts_successful_answers_only() -> None:
+    """Issue 14: wrk2's Requests/sec (999.1) counts its 1463 answers of status >= 400 as achieved."""
+    non2xx = wrk2.to_run_result(wrk2.parse(wrk2_text("wrk2-errors-non2xx.txt")), target_rate=1000)
+    assert non2xx.achieved_rate == pytest.approx(999.1 * (14988 - 1463) / 14988)
+    assert non2xx.requests == 14988  # every answer is still a request made
+    # With its table: the failures of the whole invocation come off the recorded requests, all of them
+    # (wrk2 does not say how many fell in the calibration): the rate is never overstated.
+    table = dataclasses.replace(_table(STEADY_TABLE), errors=wrk2.TableErrors(connect=0, read=0, write=0,
+                                                                            status=974, timeout=0))
+    assert table.recorded_success_rate == pytest.approx((14974 - 974) / 14.976964)
+    text = wrk2.parse(wrk2_text(f"{STEADY_TABLE}.txt"))
+    assert wrk2.to_run_result(text, 1000, table).achieved_rate == table.recorded_success_rate
+    assert wrk2.hosts_run_result([(text, table), (text, _table(STEADY_TABLE))], 2000).achieved_rate == pytest.approx(
+        (14000 + 14974) / 14.976964)
+
+
 def test_percentile_table() -> None:
     table = _table(STEADY_TABLE)
     assert (table.runtime_us, table.requests, table.bytes, table.recorded) == (25001964, 24994, 4448932, 14974)
