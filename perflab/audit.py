@@ -365,7 +365,14 @@ def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleR
             Status.INVALID,
             f"not comparable: {app_evidence} while {db} was the bottleneck: {' and '.join(busy)}",
         )
+    if obs.db_down_s:
+        # Down is not "not saturated": whatever the app used, the DB was what its requests lacked.
+        return _result(name, Status.INVALID, f"not comparable: {app_evidence} while {db} was down for "
+                                             f"~{obs.db_down_s:g} s of the window (rule db_up)")
     db_state = f"busy: {', '.join(busy)}" if busy else "was not saturated"
+    if not busy and obs.db_disk_busy is None:
+        # Its CPU alone is no proof of health: say what was not seen (Prometheus gone, say).
+        db_state = f"was not CPU-bound; its disk not observed ({obs.unobserved.get('db_disk_busy', 'not recorded why')})"
     return _result(name, Status.VALID, f"{app_evidence}; {db} {db_state}")
 
 

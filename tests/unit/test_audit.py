@@ -328,6 +328,21 @@ def test_app_not_the_bottleneck_names_the_db_cpu() -> None:
     assert "the database was the bottleneck: CPU 7.50 of 8 cores (94%)" in fired.evidence
 
 
+def test_a_db_that_was_down_is_never_not_saturated() -> None:
+    # The lab's DB stopped 16 s into a zipcodes run: its CPU idle, the app's too, yet the DB limited it.
+    down = rule_result(
+        audit.app_is_bottleneck,
+        app_cpu=TierCpu(busy_cores=0.38, allotted_cores=1),
+        db_cpu=TierCpu(busy_cores=0.1, allotted_cores=1),
+        db_disk_busy=0.01,
+        db_down_s=15.0,
+        db_name="MariaDB 10.11.18 on perflab-db",
+    )
+    assert (down.status, down.evidence) == (
+        Status.INVALID, "not comparable: app used 0.38 of 1 cores (38%) while MariaDB 10.11.18 on perflab-db was down "
+                        "for ~15 s of the window (rule db_up)")
+
+
 def test_app_bottleneck_quiet_when_the_app_works_or_the_db_idles() -> None:
     busy_app = rule_result(
         audit.app_is_bottleneck,
@@ -344,6 +359,15 @@ def test_app_bottleneck_quiet_when_the_app_works_or_the_db_idles() -> None:
     assert (idle_db.status, idle_db.evidence) == (
         Status.VALID, "app used 0.40 of 4 cores (10%); the database was not saturated",
     )
+    no_disk = rule_result(
+        audit.app_is_bottleneck,
+        app_cpu=TierCpu(busy_cores=0.1, allotted_cores=1),
+        db_cpu=TierCpu(busy_cores=0.2, allotted_cores=1),
+        unobserved={"db_disk_busy": "no Prometheus data: Prometheus at http://127.0.0.1:9090 is unreachable"},
+    )
+    assert (no_disk.status, no_disk.evidence) == (
+        Status.VALID, "app used 0.10 of 1 cores (10%); the database was not CPU-bound; its disk not observed "
+                      "(no Prometheus data: Prometheus at http://127.0.0.1:9090 is unreachable)")
     no_db_data = rule_result(audit.app_is_bottleneck, app_cpu=TierCpu(busy_cores=0.4, allotted_cores=4))
     assert no_db_data.status is Status.NOT_EVALUATED
 
