@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from bench_helpers import ROOT, changed_counts, run_dirs, run_make, tail
+from bench_helpers import INVENTORY, ROOT, changed_counts, run_dirs, run_make, tail
 
 # A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
 # an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
@@ -29,8 +31,16 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "RATE=-5"], "RATE must be a whole number of requests per second > 0, got '-5'"),
     (["APP=quarkus", "SCENARIO=greeting", "RATE=fast"], "RATE must be a whole number of requests per second > 0, got 'fast'"),
     (["APP=quarkus", "SCENARIO=greeting", "DURATION=0s"], "DURATION must be a number > 0"),
-    (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", "DURATION=5s", "WARMUP=0s"],
-     "wrk2 falls short of its rate in invocations under 20 s, and the measured one runs DURATION (5s) plus its 11 s"),
+    (["APP=quarkus", "SCENARIO=greeting", "DURATION=1s"],
+     "bench: DURATION=1s is shorter than two scrape intervals (10 s): Prometheus would see at most one sample of the "
+     "measured phase, too few to judge any tier. Use DURATION=10s or more."),
+    (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", "DURATION=10s", "WARMUP=0s",
+      "ANSIBLE_ARGS=-e loadgen_wrk2_min_invocation_s=30"],
+     "wrk2 falls short of its rate in invocations under 30 s, and the measured one runs DURATION (10s) plus its 11 s"),
+    (["APP=quarkus", "SCENARIO=greeting", "RATE=1000000000"],
+     "loadgen: RATE 1000000000 asks perflab-loadgen to send 1000000000 req/s, but "),
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=--check"],
+     "bench: a run cannot be dry-run (--check): it is made of changes (the DB reset, the app's restart, the load)."),
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=gatling"], "TOOL (loadgen_tool) must be auto, wrk2 or vegeta (got 'gatling')"),
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=k6"], "loadgen: k6 is no longer supported (AGPL"),
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path="],
@@ -55,6 +65,8 @@ def test_bad_input_is_refused_before_any_change(variables: list[str], message: s
     done = run_make("bench", *variables, timeout=600)
     assert done.returncode != 0, tail(done.stdout)
     assert message in " ".join(done.stdout.split()), tail(done.stdout)
+    # Said once, on one line, without the task's source (plugins/callback/perflab.py).
+    assert done.stdout.count(message.split(": ", 1)[-1][:60]) == 1 and "Origin:" not in done.stdout, tail(done.stdout)
     assert run_dirs() == before, "a refused run must not create results/<run-id>/"
     changed = changed_counts(done.stdout)
     assert all(count == 0 for count in changed.values()), f"a refused run changed something: {changed}\n{tail(done.stdout)}"
@@ -89,4 +101,22 @@ def test_a_wrong_manifest_and_a_missing_artifact_are_refused_before_any_change(t
     assert done.returncode != 0 and "PLAY" not in done.stdout, tail(done.stdout)
     assert (f"perflab app: mine: the jar {tmp_path / 'mine.jar'} does not exist and its manifest has no build: build it, "
             f"or fix artifact.path in {manifest}") in done.stdout, tail(done.stdout)
+    assert run_dirs() == before
+
+
+def test_an_inventory_that_colocates_tiers_is_refused_by_the_bench_too(tmp_path: Path) -> None:
+    """lab-up refuses tiers sharing a machine; a bench on such an inventory is refused the same way."""
+    inventory = tmp_path / "colocated"
+    shutil.copytree(ROOT / INVENTORY, inventory)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    tiers = hosts["all"]["children"]["lab"]["children"]
+    db_host, app_host = next(iter(tiers["db"]["hosts"])), next(iter(tiers["app"]["hosts"]))
+    app_machine = (tiers["app"]["hosts"][app_host] or {}).get("ansible_host", app_host)
+    tiers["db"]["hosts"][db_host] = {**(tiers["db"]["hosts"][db_host] or {}), "ansible_host": app_machine}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    before = run_dirs()
+    done = run_make("bench", f"INVENTORY={inventory}", "APP=quarkus", "SCENARIO=greeting", timeout=600)
+    assert done.returncode != 0, tail(done.stdout)
+    assert (f"tiers db (host {db_host}), app (host {app_host}) share machine {app_machine}"
+            in " ".join(done.stdout.split())), tail(done.stdout)
     assert run_dirs() == before

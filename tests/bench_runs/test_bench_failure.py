@@ -1,15 +1,26 @@
 """A run that fails mid-way is marked incomplete, closes its run window and never leaves a netem
 delay on the db host. The failure: a measured phase that overruns its time limit
 (bench_phase_grace_s < 0), a real failure path of the bench with no test hook in it. And an app
-that breaks the contract is refused by the verify phase before any load."""
+that breaks the contract is refused by the verify phase before any load. A run interrupted with
+Ctrl-C in its measured phase leaves its generator running: the next run stops it first, says so,
+and measures alone. A host gone is named before a run opens. Faults in the measured phase (the DB
+stopped, the app's JVM killed, Prometheus stopped) end in a verdict that names them."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from bench_helpers import new_run_dir, on_host, read_json, run_dirs, run_make, tail
+from bench_helpers import INVENTORY, RESULTS, ROOT, new_run_dir, on_host, read_json, run_dirs, run_make, tail
 
 
 def _netem_works() -> bool:
@@ -76,3 +87,138 @@ def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_
     # No load was sent: no phase ran, no tool output came back, the run window never opened.
     assert "Warm up (not measured)" not in done.stdout and "Run the phase" not in done.stdout, tail(done.stdout)
     assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]
+
+
+def _lock_holder() -> dict[str, object]:
+    """What holds the loadgen host's run lock ({} when none ran yet), and whether its process lives."""
+    out = on_host("loadgen[0]", "cat /run/perflab-loadgen.lock 2>/dev/null; echo; "
+                                "kill -0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"pid\"])' "
+                                "/run/perflab-loadgen.lock 2>/dev/null) 2>/dev/null && echo ALIVE || echo GONE")
+    found = re.search(r"(\{.*\})", out)
+    return {**(json.loads(found.group(1)) if found else {}), "alive": "ALIVE" in out}
+
+
+def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> None:
+    """Ctrl-C 5 s into a 150 s measured phase: the generator on the loadgen host keeps running (Ansible
+    does not stop it). The next run stops it before anything else, says so in one line, and measures alone."""
+    before = run_dirs()
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", PERFLAB_RESULTS_DIR=str(RESULTS))
+    first = subprocess.Popen(
+        ["make", "--no-print-directory", "bench", f"INVENTORY={INVENTORY}", "APP=quarkus", "SCENARIO=greeting",
+         "RATE=200", "DURATION=150s", "WARMUP=0s"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output: list[str] = []
+    assert first.stdout is not None
+    for line in first.stdout:
+        output.append(line)
+        if "Run the phase, an ASYNC POLL line every poll: measure" in line:
+            break
+    deadline = time.time() + 60
+    while not _lock_holder().get("alive") and time.time() < deadline:
+        time.sleep(1)
+    time.sleep(5)
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C on the terminal: the whole foreground group
+    output.append(first.communicate(timeout=120)[0])
+    interrupted = new_run_dir(before)
+    held = _lock_holder()
+    assert held.get("run") == interrupted.name and held["alive"], (held, tail("".join(output)))
+
+    before = run_dirs()
+    done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=10s", "WARMUP=0s")
+    assert done.returncode == 0, tail(done.stdout)
+    text = " ".join(done.stdout.split())
+    assert re.search(rf"stopped the load generator an earlier run left running: run {interrupted.name}, phase measure, "
+                     r"pid \d+, running for \d+ s", text), tail(done.stdout)
+    run = new_run_dir(before)
+    assert not _lock_holder()["alive"], "a generator still runs after the run"
+    assert on_host("loadgen[0]", "ls /var/lib/perflab/runs").split()[-1] == run.name
+    result = read_json(run / "result.json")
+    assert 95 <= result["achieved_rate"] <= 105 and not any(result["errors"].values()), result
+
+
+def test_a_host_gone_is_named_in_one_line_before_a_run_opens(tmp_path: Path) -> None:
+    """The loadgen host cannot be reached (here: an inventory whose loadgen points at no container)."""
+    inventory = tmp_path / "gone"
+    shutil.copytree(ROOT / INVENTORY, inventory)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    loadgen = hosts["all"]["children"]["lab"]["children"]["loadgen"]["hosts"]
+    name = next(iter(loadgen))
+    loadgen[name] = {**(loadgen[name] or {}), "ansible_host": "perflab-gone-host.invalid"}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    before = run_dirs()
+    done = run_make("bench", f"INVENTORY={inventory}", "APP=quarkus", "SCENARIO=greeting", timeout=600)
+    assert done.returncode != 0, tail(done.stdout)
+    lines = [line for line in done.stdout.splitlines() if "Unreachable:" in line]
+    assert len(lines) == 1 and f"{name} (tier loadgen) at perflab-gone-host.invalid" in lines[0], tail(done.stdout)
+    assert run_dirs() == before, "no results directory for a run that cannot reach its hosts"
+
+
+def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tuple[Path, str]:
+    """A run during whose measured phase FAULT runs on HOST 16 s after its generator started (past
+    wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened."""
+    before = run_dirs()
+    injected: list[float] = []
+
+    def inject() -> None:
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            held = _lock_holder()
+            if held.get("phase") == "measure" and held["alive"]:
+                time.sleep(max(0.0, float(str(held["since"])) + 16 - time.time()))
+                on_host(host, fault)
+                injected.append(time.time())
+                return
+            time.sleep(1)
+
+    injector = threading.Thread(target=inject, daemon=True)
+    injector.start()
+    try:
+        done = run_make("bench", *variables, "RATE=100", "DURATION=20s", "WARMUP=5s")
+    finally:
+        injector.join(timeout=30)
+        on_host(host, repair)
+    assert injected, f"the fault never ran: no measured phase seen\n{tail(done.stdout)}"
+    assert done.returncode in (0, 1), tail(done.stdout)  # judged: VALID/WARN (0) or INVALID (1)
+    return new_run_dir(before), done.stdout
+
+
+def _rules(run: Path) -> dict[str, dict[str, str]]:
+    return {rule["rule"]: rule for rule in read_json(run / "audit.json")["rules"]}
+
+
+def test_the_db_stopped_mid_run_is_invalid_with_its_errors_and_the_outage_named() -> None:
+    run, output = _run_with_fault("db[0]", "systemctl stop mariadb", "systemctl start mariadb",
+                                  "APP=quarkus", "SCENARIO=zipcodes")
+    assert read_json(run / "status.json")["status"] == "complete", tail(output)
+    audit, rules = read_json(run / "audit.json"), _rules(run)
+    assert audit["status"] == "INVALID", audit
+    assert rules["no_errors"]["status"] == "INVALID", rules["no_errors"]
+    assert rules["db_up"]["status"] == "INVALID" and "the DB was down for" in rules["db_up"]["evidence"], rules["db_up"]
+    assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
+    sessions = read_json(run / "db-sessions.json")
+    assert "unavailable" in sessions or sessions.get("sessions") is not None, sessions
+    attribution = read_json(run / "attribution.json")
+    assert attribution["limiting_tier"] == "db" and "the DB was down" in attribution["sentence"], attribution
+    assert "kept up" not in attribution["sentence"], attribution
+
+
+def test_the_app_killed_mid_run_is_invalid_and_its_restart_is_named() -> None:
+    run, output = _run_with_fault("app[0]", "systemctl kill -s KILL perflab-app", "true",
+                                  "APP=quarkus", "SCENARIO=greeting")
+    audit, rules = read_json(run / "audit.json"), _rules(run)
+    assert audit["status"] == "INVALID", audit
+    restarted = rules["app_not_restarted"]
+    assert restarted["status"] == "INVALID" and "the app restarted" in restarted["evidence"], restarted
+    sentence = read_json(run / "attribution.json")["sentence"]
+    assert sentence.startswith("the app restarted") and "kept up" not in sentence, sentence
+
+
+def test_prometheus_stopped_mid_run_leaves_rules_not_evaluated_and_claims_no_health() -> None:
+    run, output = _run_with_fault("monitoring[0]", "systemctl stop prometheus", "systemctl start prometheus",
+                                  "APP=quarkus", "SCENARIO=greeting")
+    rules = _rules(run)
+    for name in ("app_not_restarted", "db_up"):
+        assert rules[name]["status"] == "NOT_EVALUATED" and "Prometheus" in rules[name]["evidence"], rules[name]
+    assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
+    sentence = read_json(run / "attribution.json")["sentence"]
+    assert "no tier was saturated" not in sentence and "cannot be told" in sentence, sentence
