@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +51,49 @@ def read_json(path: Path) -> Any:
 
 def tail(text: str, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
+
+
+def on_host(pattern: str, command: str) -> str:
+    """Run a shell command on the first host matching PATTERN (e.g. db[0]); its stdout."""
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/ansible"), "-i", INVENTORY, pattern, "-o", "-m", "ansible.builtin.shell", "-a", command],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, f"ansible {pattern} {command!r} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def loadgen_lock() -> dict[str, Any]:
+    """What holds the first loadgen host's run lock (roles/bench: bench_loadgen_lock): its run, phase,
+    pid and since ({} when no run has taken it yet), and whether that process still lives."""
+    out = on_host("loadgen[0]", "cat /run/perflab-loadgen.lock 2>/dev/null; echo; "
+                                "kill -0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"pid\"])' "
+                                "/run/perflab-loadgen.lock 2>/dev/null) 2>/dev/null && echo ALIVE || echo GONE")
+    found = re.search(r"(\{.*\})", out)
+    return {**(json.loads(found.group(1)) if found else {}), "alive": "ALIVE" in out}
+
+
+@contextmanager
+def in_measured_phase(action: Callable[[], None], after_s: float) -> Iterator[list[float]]:
+    """Run ACTION AFTER_S seconds after the next measured phase's generator started, from a thread,
+    while the body runs the bench; yields the list that gets the moment it ran (empty if it never did)."""
+    ran: list[float] = []
+    done = threading.Event()
+
+    def wait_and_act() -> None:
+        while not done.is_set():
+            held = loadgen_lock()
+            if held.get("phase") == "measure" and held["alive"]:
+                time.sleep(max(0.0, float(held["since"]) + after_s - time.time()))
+                action()
+                ran.append(time.time())
+                return
+            done.wait(1)
+
+    thread = threading.Thread(target=wait_and_act, daemon=True)
+    thread.start()
+    try:
+        yield ran
+    finally:
+        done.set()
+        thread.join(timeout=60)

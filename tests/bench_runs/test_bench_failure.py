@@ -13,14 +13,14 @@ import re
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bench_helpers import INVENTORY, RESULTS, ROOT, new_run_dir, on_host, read_json, run_dirs, run_make, tail
+from bench_helpers import INVENTORY, RESULTS, ROOT, loadgen_lock, new_run_dir, on_host, read_json, run_dirs, run_make, tail
+from labkit import in_measured_phase
 
 
 def _netem_works() -> bool:
@@ -89,15 +89,6 @@ def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_
     assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]
 
 
-def _lock_holder() -> dict[str, object]:
-    """What holds the loadgen host's run lock ({} when none ran yet), and whether its process lives."""
-    out = on_host("loadgen[0]", "cat /run/perflab-loadgen.lock 2>/dev/null; echo; "
-                                "kill -0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"pid\"])' "
-                                "/run/perflab-loadgen.lock 2>/dev/null) 2>/dev/null && echo ALIVE || echo GONE")
-    found = re.search(r"(\{.*\})", out)
-    return {**(json.loads(found.group(1)) if found else {}), "alive": "ALIVE" in out}
-
-
 def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> None:
     """Ctrl-C 5 s into a 150 s measured phase: the generator on the loadgen host keeps running (Ansible
     does not stop it). The next run stops it before anything else, says so in one line, and measures alone."""
@@ -114,13 +105,13 @@ def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> 
         if "Run the phase, an ASYNC POLL line every poll: measure" in line:
             break
     deadline = time.time() + 60
-    while not _lock_holder().get("alive") and time.time() < deadline:
+    while not loadgen_lock().get("alive") and time.time() < deadline:
         time.sleep(1)
     time.sleep(5)
     os.killpg(first.pid, signal.SIGINT)  # Ctrl-C on the terminal: the whole foreground group
     output.append(first.communicate(timeout=120)[0])
     interrupted = new_run_dir(before)
-    held = _lock_holder()
+    held = loadgen_lock()
     assert held.get("run") == interrupted.name and held["alive"], (held, tail("".join(output)))
 
     before = run_dirs()
@@ -130,7 +121,7 @@ def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> 
     assert re.search(rf"stopped the load generator an earlier run left running: run {interrupted.name}, phase measure, "
                      r"pid \d+, running for \d+ s", text), tail(done.stdout)
     run = new_run_dir(before)
-    assert not _lock_holder()["alive"], "a generator still runs after the run"
+    assert not loadgen_lock()["alive"], "a generator still runs after the run"
     assert on_host("loadgen[0]", "ls /var/lib/perflab/runs").split()[-1] == run.name
     result = read_json(run / "result.json")
     assert 95 <= result["achieved_rate"] <= 105 and not any(result["errors"].values()), result
@@ -157,25 +148,10 @@ def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tupl
     """A run during whose measured phase FAULT runs on HOST 16 s after its generator started (past
     wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened."""
     before = run_dirs()
-    injected: list[float] = []
-
-    def inject() -> None:
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            held = _lock_holder()
-            if held.get("phase") == "measure" and held["alive"]:
-                time.sleep(max(0.0, float(str(held["since"])) + 16 - time.time()))
-                on_host(host, fault)
-                injected.append(time.time())
-                return
-            time.sleep(1)
-
-    injector = threading.Thread(target=inject, daemon=True)
-    injector.start()
     try:
-        done = run_make("bench", *variables, "RATE=100", "DURATION=20s", "WARMUP=5s")
+        with in_measured_phase(lambda: on_host(host, fault), after_s=16) as injected:
+            done = run_make("bench", *variables, "RATE=100", "DURATION=20s", "WARMUP=5s")
     finally:
-        injector.join(timeout=30)
         on_host(host, repair)
     assert injected, f"the fault never ran: no measured phase seen\n{tail(done.stdout)}"
     assert done.returncode in (0, 1), tail(done.stdout)  # judged: VALID/WARN (0) or INVALID (1)

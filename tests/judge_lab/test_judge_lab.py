@@ -21,15 +21,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from labkit import INVENTORY, ROOT, make, new_run_dir, read_json, run_dirs, tail
+from labkit import INVENTORY, ROOT, in_measured_phase, make, new_run_dir, read_json, run_dirs, tail
 
-# One short run under the hog: no warm-up (the attribution, not the JIT, is under test), the
-# short run's rate and app so the two runs differ only by the hog.
+# One short run under the hog (started with the measured phase): no warm-up (the attribution, not
+# the JIT, is under test), the short run's rate and app so the two runs differ only by the hog.
 HOG_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WARMUP=0s")
 HOG_PROCESSES = 16  # busy loops in the db container: mysqld gets about 1/17 of its container's share
 HOG_PIDS = "/run/perflab-test-hog.pids"
@@ -43,15 +43,14 @@ def inventory_hosts(group: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def db_hog(lab: str) -> Iterator[str]:
-    """CPU hog in the db container for as long as the module needs it (each loop also ends by
-    itself after 10 minutes, should the test be killed); yields the db host."""
+def db_hog(lab: str) -> Iterator[Callable[[], None]]:
+    """Starts, when called, a CPU hog in the db container that lasts until the module ends (each loop
+    also ends by itself after 10 minutes, should the test be killed)."""
     db = inventory_hosts("db")[0]
     script = (f"rm -f {HOG_PIDS}; for i in $(seq {HOG_PROCESSES}); do "
               f"timeout 600 sh -c 'while :; do :; done' & echo $! >> {HOG_PIDS}; done")
-    subprocess.run(["docker", "exec", db, "sh", "-c", script], check=True, timeout=60)
     try:
-        yield db
+        yield lambda: subprocess.run(["docker", "exec", db, "sh", "-c", script], check=True, timeout=60)
     finally:
         subprocess.run(["docker", "exec", db, "sh", "-c", f"kill $(cat {HOG_PIDS}) 2>/dev/null; rm -f {HOG_PIDS}"],
                        check=False, timeout=60)
@@ -70,15 +69,19 @@ def app_cpus() -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def hogged_run(db_hog: str) -> Path:
+def hogged_run(db_hog: Callable[[], None]) -> Path:
+    """The run, the hog started with its measured phase (the DB reset and the app's deploy before it
+    are not what is under test, and under the hog they took two minutes more)."""
     before = run_dirs()
     everywhere = os.sched_getaffinity(0)
     off_the_app = everywhere - app_cpus()
     os.sched_setaffinity(0, off_the_app or everywhere)  # make, Ansible and perflab inherit it
     try:
-        done = make("bench", *HOG_RUN)
+        with in_measured_phase(db_hog, after_s=0) as hogged:
+            done = make("bench", *HOG_RUN)
     finally:
         os.sched_setaffinity(0, everywhere)
+    assert hogged, "the hog never started: no measured phase seen\n" + tail(done.stdout, 80)
     assert done.returncode == 0, "the run under the hog failed:\n" + tail(done.stdout, 80)
     run_dir = new_run_dir(before)
     assert "bottleneck: " in done.stdout, "the bench did not print the attribution"
