@@ -5,7 +5,7 @@ from typing import Any
 
 from perflab.attribution import THRESHOLDS, attribute
 from perflab.audit import Threshold
-from perflab.model import ErrorCounts, LatencyDistribution, RunResult
+from perflab.model import ErrorCounts, LatencyDistribution, RunResult, ScenarioRun
 from perflab.observations import Observations, Saturation, TierCpu
 
 LATENCY = LatencyDistribution(percentiles_ms={"50": 2.0, "99": 9.0}, mean_ms=2.5, max_ms=20.0)
@@ -301,3 +301,29 @@ def test_a_db_outage_is_named_first_as_the_limit() -> None:
     assert both.sentence.startswith("the app restarted 20 s into the measured window (its JVM started at 09:00:20Z); "
                                     "limited by the database: the DB was down")
     assert attribute(windowed(run()), dataclasses.replace(CALM, db_down_s=0.0)).limiting_tier is None
+
+
+# Issue 14's field report: a CPU hog in the db host during zipcodes; p99 192 ms against a 50 ms SLO,
+# the DB's cgroup 29 of 30 CPU-seconds (0.97 of its core), the app idle, no pool waits seen.
+DB_HOST_HOGGED = dataclasses.replace(CALM, db_cpu=TierCpu(0.97, 1), cpus_busy={"loadgen": 0.6, "db": 1.0, "app": 0.3})
+
+
+def slow(p99_ms: float, slo_ms: float | None = 50.0) -> RunResult:
+    latency = LatencyDistribution(percentiles_ms={"50": 20.0, "99": p99_ms}, mean_ms=30.0, max_ms=478.0)
+    scenario = ScenarioRun(name="zipcodes", rate=200, duration_s=30, warmup_s=5, slo_p99_ms=slo_ms)
+    return dataclasses.replace(run(), latency_corrected=latency, scenario=scenario)
+
+
+def test_a_db_host_whose_own_processes_fill_its_cpu_while_p99_misses_the_slo_is_the_db() -> None:
+    found = attribute(slow(192.0), DB_HOST_HOGGED)
+    assert found.limiting_tier == "db", found.sentence
+    assert found.sentence == ("limited by the DB host's CPU: its own processes used 0.97 of 1 cores (97%), with p99 "
+                              "192 ms over the SLO of 50 ms; the app used 0.30 of 1 cores, at 200 of 200 req/s (100%).")
+    assert "not saturated" not in found.sentence
+
+
+def test_a_busy_db_host_within_the_slo_and_the_rate_is_not_blamed() -> None:
+    found = attribute(slow(40.0), DB_HOST_HOGGED)
+    assert found.limiting_tier is None and found.sentence.startswith("not attributed: the system kept up"), found.sentence
+    unknown_slo = attribute(slow(192.0, slo_ms=None), DB_HOST_HOGGED)
+    assert unknown_slo.limiting_tier is None, unknown_slo.sentence
