@@ -218,7 +218,7 @@ sweep: $(VENV_STAMP) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" o
 
 # perflab report exits 3 when it wrote the page but listed problems (on stderr and in the page).
 .PHONY: report
-report: $(VENV_STAMP) ## One self-contained HTML page from RESULTS (default results/): latency spectra, sweeps, per-tier utilization, verdicts, report 3's table -> RESULTS/report.html
+report: $(VENV_STAMP) ## One self-contained HTML page from RESULTS (default results/): latency spectra, sweeps, per-tier utilization, verdicts, what each app costs -> RESULTS/report.html
 	@$(BIN)/perflab report --results "$(PERFLAB_RESULTS_DIR)" || [ $$? -eq 3 ]
 
 # perflab history counts the runs it leaves out (not judged) on stderr and exits 0.

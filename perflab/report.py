@@ -8,8 +8,9 @@ directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/rep
   p50/p99/p99.9, errors, the app's CPU-seconds per 1,000 requests, max RSS, start to first
   request) with each figure's ratio to the best, computed between the runs judged VALID or WARN,
   and the set's last 5 judged runs, newest first, with verdict and p99 (perflab.history's rows);
-- report 3's table per scenario and profile: start to first request, and from sweeps only, max
-  throughput, the max RSS of that sweep's runs and throughput per MiB;
+- the cost table per scenario and profile (the shape of the field report on IO threads against
+  worker threads): start to first request, and from sweeps only, max throughput, the max RSS of
+  that sweep's runs and throughput per MiB;
 - per scenario, throughput against p99 latency from sweeps;
 - per run, its latency spectrum (corrected; uncorrected dashed where the tool recorded it: wrk2
   -U, vegeta), each tier's CPU and memory over the measured phase, the verdict with every rule
@@ -1060,7 +1061,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class AppFigures:
-    """Report 3's four figures of one app variant in one scenario and profile."""
+    """The cost table's four figures of one app variant in one scenario and profile."""
 
     start_to_first_request_ms: Figure
     max_throughput: Figure  # req/s: the highest max sustainable rate of its sweeps; never a single run's rate
@@ -1079,7 +1080,7 @@ NO_SWEEP = "no sweep (make sweep APP=... SCENARIO=... finds it)"
 
 
 def compare(results: Results) -> dict[tuple[str, str], dict[str, AppFigures]]:
-    """Report 3's table per scenario and profile: (scenario, profile) -> app variant -> its
+    """The cost table per scenario and profile: (scenario, profile) -> app variant -> its
     figures. Start to first request from every readable run (it does not depend on the load);
     max throughput, and the RSS and throughput per MiB that go with it, from sweeps only: a run
     at the rate it was asked for says nothing of the most the app sustains."""
@@ -1189,7 +1190,7 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
         "default, its resource profile.</p>",
         f'<h2 id="side-by-side">Apps side by side, per scenario, rate, tool and profile</h2>'
         f"{_side_by_side_section(results.runs, colors, recent)}",
-        f'<h2 id="compare">Apps compared</h2><p>As report 3, per scenario and profile: start to first request, and '
+        f'<h2 id="compare">Apps compared: what each costs</h2><p>Per scenario and profile: start to first request, and '
         f"from sweeps only, max throughput, the max RSS of that sweep's runs and throughput per MiB of it.</p>"
         f"{_comparison_section(results)}",
         f'<h2 id="sweeps">Throughput against latency (sweeps)</h2>{_sweep_section(results.sweeps, runs_by_id)}',

@@ -27,7 +27,7 @@ def _sample(host: str, usage_usec: int, at: float, cpus: list[int]) -> dict[str,
 
 
 def bench_inputs(tool: str, rate: int, raw_files: list[str], percentile_files: list[str]) -> dict[str, Any]:
-    """bench-inputs.json as roles/bench/tasks/report.yml writes it (one loadgen host)."""
+    """bench-inputs.json as roles/bench/tasks/collect.yml writes it (one loadgen host)."""
     tiers = {"loadgen": ("perflab-loadgen", [0]), "app": ("perflab-app", [1]), "db": ("perflab-db", [0])}
     return {
         "run_id": "20261120T090000Z-quarkus-greeting", "raw_output": raw_files[0],
