@@ -16,8 +16,10 @@ Commands:
       (vegeta's -duration; default: (max seq + 1) / rate) -> one run result
       For both: CONTEXT.json (a RunContext: start and end, scenario, app and JVM settings,
       hosts, versions) is merged into the result. k6 was retired (AGPL): parse-k6 says so, exit 2.
-  perflab audit RESULT.json [--observations OBS.json] [--json]
-      the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS)
+  perflab judge RESULT.json [--observations OBS.json] [--json]
+      the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS);
+      the rules are the audit's (perflab/audit.py, its document audit.json). `perflab audit` was its
+      old name: it says so, exit 2
   perflab thresholds                                 every audit threshold with its reason
   perflab collect RUN_DIR [--prometheus URL]
       a bench run's files from its bench-inputs.json, the tool's raw output and Prometheus: context,
@@ -39,7 +41,7 @@ Exit codes:
   3  the audit verdict is WARN
   4  bad input: a file that is missing or unreadable, output that cannot be parsed, a results
      file that does not match the schema. One line on stderr says which and why.
-INVALID takes 1 so that `perflab audit r.json && next-step` stops on it; WARN has its own code
+INVALID takes 1 so that `perflab judge r.json && next-step` stops on it; WARN has its own code
 so that a caller accepts warnings explicitly.
 """
 
@@ -67,6 +69,9 @@ EXIT_BAD_INPUT = 4
 _EXIT_BY_STATUS = {audit.Status.VALID: EXIT_OK, audit.Status.WARN: EXIT_WARN, audit.Status.INVALID: EXIT_INVALID}
 
 
+# Judging a run is `judge` (issue 13: names that say what they are); the old name points at it.
+AUDIT_RENAMED = ("perflab: `perflab audit` is now `perflab judge` (same arguments: RESULT.json "
+                 "[--observations OBS.json] [--json]); the verdict it writes is still audit.json")
 # k6 is AGPL-licensed and was retired for that; a caller still asking for it learns what replaces it.
 K6_RETIRED = ("perflab: k6 is no longer supported (AGPL, retired): "
               "use wrk2 (perflab parse-wrk2) or vegeta (perflab parse-vegeta)")
@@ -76,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["parse-k6"]:
         print(K6_RETIRED, file=sys.stderr)
+        return EXIT_USAGE
+    if arguments[:1] == ["audit"]:
+        print(AUDIT_RENAMED, file=sys.stderr)
         return EXIT_USAGE
     parser = _parser()
     args = parser.parse_args(arguments)
@@ -122,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_common_parse_options(sub)
     sub.set_defaults(command=_parse_vegeta, usage_error=sub.error)
 
-    sub = commands.add_parser("audit", help="judge a run result: VALID, WARN or INVALID, with the reasons")
+    sub = commands.add_parser("judge", help="judge a run result: VALID, WARN or INVALID, with the reasons")
     sub.add_argument("result", type=Path, help="a result JSON (perflab parse-wrk2/parse-vegeta --json)")
     sub.add_argument("--observations", type=Path, metavar="OBS.json", help="what monitoring saw in the run window")
     sub.add_argument("--json", action="store_true", help="print the verdict as JSON")

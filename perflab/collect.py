@@ -11,7 +11,7 @@ with one line (exit 4) before status.json changes: the run stays marked incomple
 everything written so far kept. `perflab collect --timeseries RUN_DIR` writes timeseries.json
 alone, for a run collected before perflab wrote it.
 
-The parsing and judging helpers here are the ones `perflab parse-*` and `perflab audit` use.
+The parsing and judging helpers here are the ones `perflab parse-*` and `perflab judge` use.
 """
 from __future__ import annotations
 
@@ -224,7 +224,7 @@ def _latency_line(label: str, latency: LatencyDistribution) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The verdict (perflab audit)
+# The verdict (perflab judge)
 
 
 def audit_document(verdict: audit.Verdict) -> dict[str, Any]:

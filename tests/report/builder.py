@@ -1,5 +1,5 @@
 """A results directory for the report tests, built the way `make bench` builds one: real tool
-output parsed by `perflab parse-wrk2` / `parse-vegeta`, judged by `perflab audit`, a sweep.json
+output parsed by `perflab parse-wrk2` / `parse-vegeta`, judged by `perflab judge`, a sweep.json
 written by perflab.sweep from the run directories; plus the bad input a results directory meets
 in practice (an empty directory, a run cut short, corrupt files).
 
@@ -131,7 +131,7 @@ def _write(path: Path, text: str) -> None:
 def _complete(run_dir: Path, result_json: str, observations: Path | None = None) -> str:
     """result.json, audit.json and status.json of a complete run, as the bench writes them; its verdict."""
     _write(run_dir / "result.json", result_json)
-    args: list[str | Path] = ["audit", run_dir / "result.json", "--json"]
+    args: list[str | Path] = ["judge", run_dir / "result.json", "--json"]
     if observations is not None:
         args[2:2] = ["--observations", observations]
     audited = perflab(*args)

@@ -183,7 +183,7 @@ def test_parse_then_audit(tmp_path: Path, fixture: str, rate: str, exit_code: in
     assert parsed.returncode == 0
     result = tmp_path / "result.json"
     result.write_text(parsed.stdout)
-    judged = perflab("audit", result)
+    judged = perflab("judge", result)
     assert judged.returncode == exit_code
     assert judged.stdout.splitlines()[0] == f"verdict: {verdict}"
 
@@ -192,7 +192,7 @@ def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
     result = tmp_path / "killed.json"
     parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-server-killed-midrun.txt", "--target-rate", "1000", "--json")
     result.write_text(parsed.stdout)
-    done = perflab("audit", result)
+    done = perflab("judge", result)
     assert done.returncode == 1
     assert done.stdout == (
         "verdict: INVALID\n"
@@ -231,7 +231,7 @@ def test_audit_judges_the_slo_and_states_the_apps_cost(tmp_path: Path) -> None:
     observations = tmp_path / "observations.json"
     observations.write_text(Observations(app_cpu=TierCpu(busy_cores=0.25, allotted_cores=1, window_s=40.0),
                                          app_max_rss_bytes=200 * 1024 * 1024).to_json())
-    done = perflab("audit", result, "--observations", observations)
+    done = perflab("judge", result, "--observations", observations)
     assert done.returncode == 3  # WARN
     lines = done.stdout.splitlines()
     assert lines[:2] == [
@@ -241,7 +241,7 @@ def test_audit_judges_the_slo_and_states_the_apps_cost(tmp_path: Path) -> None:
     ]
     assert lines[-1] == ("app cost: 0.400 CPU-s per 1,000 requests (10.00 CPU-s, 0.25 cores over 40.0 s, "
                          "for 24994 requests); max RSS 200.0 MiB")
-    document = json.loads(perflab("audit", result, "--observations", observations, "--json").stdout)
+    document = json.loads(perflab("judge", result, "--observations", observations, "--json").stdout)
     assert document["app_cost"] == lines[-1].removeprefix("app cost: ")
     assert document["app_cpu_s_per_1000_requests"] == pytest.approx(10 * 1000 / 24994)
     assert document["app_max_rss_bytes"] == 200 * 1024 * 1024
@@ -254,7 +254,7 @@ def test_audit_with_observations_warns_and_fails(tmp_path: Path) -> None:
     result.write_text(parsed.stdout)
     warn = tmp_path / "warn.json"
     warn.write_text(Observations(source="test", jit_compile_s=2.0).to_json())
-    done = perflab("audit", result, "--observations", warn)
+    done = perflab("judge", result, "--observations", warn)
     assert (done.returncode, done.stdout.splitlines()[:2]) == (
         3,
         ["verdict: WARN", "  WARN          jit_quiet: JIT compiled for 2 s in the 20 s window (10.00%; maximum 1%)"],
@@ -263,7 +263,7 @@ def test_audit_with_observations_warns_and_fails(tmp_path: Path) -> None:
     invalid.write_text(
         Observations(loadgen_cpu=TierCpu(busy_cores=0.5, allotted_cores=2), db_sessions=DbSessions(10, 0)).to_json()
     )
-    done = perflab("audit", result, "--observations", invalid, "--json")
+    done = perflab("judge", result, "--observations", invalid, "--json")
     assert done.returncode == 1
     document = json.loads(done.stdout)
     assert document["status"] == "INVALID"
@@ -313,11 +313,11 @@ def test_bad_input_gets_one_line_and_no_traceback(tmp_path: Path) -> None:
             "and 14974",
         ),
         (
-            ("audit", stale),
+            ("judge", stale),
             f"{stale}: not a perflab result: schema_version is 0; this perflab reads 1",
         ),
         (
-            ("audit", stale, "--observations", tmp_path / "none.json"),
+            ("judge", stale, "--observations", tmp_path / "none.json"),
             f"{stale}: not a perflab result: schema_version is 0; this perflab reads 1",
         ),
     ]
@@ -370,3 +370,10 @@ def test_a_bad_context_is_bad_input(tmp_path: Path) -> None:
         f"perflab: error: {context}: not a perflab run context: RunContext: started_at is not an ISO 8601 time: "
         "\"10 o'clock\"\n"
     )
+
+
+def test_the_old_name_audit_points_at_judge(tmp_path: Path) -> None:
+    done = perflab("audit", tmp_path / "result.json")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("perflab: `perflab audit` is now `perflab judge` (same arguments: RESULT.json "
+                           "[--observations OBS.json] [--json]); the verdict it writes is still audit.json\n")

@@ -72,8 +72,8 @@ def test_collect_writes_every_file_of_a_wrk2_run_and_marks_it_complete(tmp_path:
     parsed = perflab("parse-wrk2", run_dir / "wrk2-measure.txt", "--percentiles", run_dir / "wrk2-measure-percentiles.json",
                      "--target-rate", "1000", "--context", run_dir / "context.json", "--json")
     assert json.loads((run_dir / "result.json").read_text()) == json.loads(parsed.stdout)
-    # The verdict is `perflab audit`'s, and status.json carries it.
-    judged = perflab("audit", run_dir / "result.json", "--observations", run_dir / "observations.json", "--json")
+    # The verdict is `perflab judge`'s, and status.json carries it.
+    judged = perflab("judge", run_dir / "result.json", "--observations", run_dir / "observations.json", "--json")
     assert json.loads((run_dir / "audit.json").read_text()) == json.loads(judged.stdout)
     status = json.loads((run_dir / "status.json").read_text())
     assert status == {"status": "complete", "run_id": inputs["run_id"], "verdict": json.loads(judged.stdout)["status"],

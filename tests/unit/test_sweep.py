@@ -31,7 +31,7 @@ def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 
               complete: bool = True, slo: float | None = SCENARIO_SLO, limiting_tier: str | None = "app",
               attributed: bool = True) -> None:
     """A run directory as playbooks/bench.yml leaves it. VERDICT is the audit's but for its SLO
-    rule, which judges P99 against SLO as `perflab audit` does."""
+    rule, which judges P99 against SLO as `perflab judge` does."""
     run_dir.mkdir(parents=True)
     scenario: dict[str, object] = {"name": "zipcodes", "rate": rate}
     if slo is not None:
