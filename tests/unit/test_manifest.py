@@ -531,12 +531,27 @@ def test_the_readmes_example_manifest_is_valid(tmp_path: Path) -> None:
     assert deployed["password_env"] == ["SPRING_DATASOURCE_PASSWORD"] and deployed["env"]["SERVER_PORT"] == "8080"
 
 
-def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variants() -> None:
+def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Which apps and variants a comparison takes, and that each is built before it runs; the build
+    # itself (Maven, minutes on a clean clone) is the build tests' above and the lab's.
+    built: list[str] = []
+
+    def build(found: Manifest) -> Path:
+        built.append(found.name)
+        return manifest.artifact_path(found)
+
+    monkeypatch.setattr(manifest, "build", build)
+
     def chosen(given: str, scenario: str, selections: list[str]) -> list[tuple[str, str]]:
-        return [(app.given, app.variants) for app in compare.select_apps(given, scenario, selections)]
+        built.clear()
+        apps = [(app.given, app.variants) for app in compare.select_apps(given, scenario, selections)]
+        assert built == [name for name, _ in apps]
+        return apps
 
     assert chosen("", "zipcodes", ["threads=virtual"]) == [
         ("quarkus", "dispatch=io"), ("spring-mvc", "threads=virtual max_threads=200"), ("spring-webflux", "")]
     assert chosen("spring-webflux quarkus", "greeting", ["worker"]) == [("spring-webflux", ""), ("quarkus", "dispatch=worker")]
+    built.clear()
     with pytest.raises(ManifestError, match=r"no app of this comparison \(quarkus, spring-mvc, spring-webflux\) has the variant 'gc=g1'"):
         compare.select_apps("", "zipcodes", ["gc=g1"])
+    assert built == [], "an app was built for a comparison that was refused"
