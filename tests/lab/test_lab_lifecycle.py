@@ -73,6 +73,8 @@ def test_lab_status_names_every_host_and_tier(lab: str) -> None:
     assert status.returncode == 0, tail(status.stdout)
     for host, tier in zip(LAB_HOSTS, ("loadgen", "db", "app", "monitoring")):
         assert f"{host} [{tier}]" in status.stdout, tail(status.stdout)
+        line = next(line for line in status.stdout.splitlines() if f"{host} [{tier}]" in line)
+        assert "perflab-firewall=active" in line, line
     assert "prometheus targets" in status.stdout
     assert "UNREACHABLE" not in status.stdout.split("prometheus targets")[0], tail(status.stdout)
     # A service down: still every line, then one naming it and its target, and a non-zero exit.
