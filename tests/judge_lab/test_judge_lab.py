@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -129,7 +130,10 @@ def test_a_run_with_a_cpu_hog_on_the_db_host_names_the_db_and_never_calls_it_uns
     assert "no tier was saturated" not in sentence, sentence
     if attribution["limiting_tier"] is None:
         assert sentence.startswith("not attributed: "), sentence
-        assert "db (its CPUs 100% busy" in sentence or "DB's (" in sentence, sentence
+        # The DB named with its busy CPUs: over the attribution's 90% (16 busy loops on its core read
+        # 100% in most CI runs and 99% in one; the figure is a rate over scrapes, not a constant).
+        busy = re.search(r"\bdb \(its CPUs (\d+)% busy", sentence)
+        assert (busy and int(busy.group(1)) >= 90) or "DB's (" in sentence, sentence
     else:
         assert attribution["limiting_tier"] == "db", sentence
         assert "waiting for a DB connection" in sentence, sentence
