@@ -163,10 +163,11 @@ WARMUP ?=
 TOOL ?= auto
 DB_DELAY_MS ?= 0
 SLO_P99_MS ?=
+LATENCY_MS ?=
 # What every run of a bench, compare or sweep shares; the rate is the sweep's own, the variants each app's.
 RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
   -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' \
-  $(if $(PROFILE),-e app_profile=$(PROFILE))
+  $(if $(LATENCY_MS),-e loadgen_latency_ms='$(LATENCY_MS)') $(if $(PROFILE),-e app_profile=$(PROFILE))
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
@@ -175,7 +176,7 @@ BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
 REPEAT ?= 1
 
 .PHONY: bench
-bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed

@@ -97,6 +97,15 @@ def test_slo_override_is_the_slo_as_run(tmp_path: Path) -> None:
     assert run["scenario"]["slo_p99_ms"] == 12.5
 
 
+def test_latency_override_is_the_delay_as_run(tmp_path: Path) -> None:
+    """LATENCY_MS= (report 2 at /hello/1000): the server-side delay the workload asks for, both tools."""
+    proc, run = load_scenario(tmp_path, loadgen_scenario="hello-latency", loadgen_latency_ms="1000",
+                              loadgen_rate="300", loadgen_slo_p99_ms="1100")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert str(run["scenario"]["latency_ms"]) == "1000"
+    assert all(phase["environment"]["LATENCY_MS"] == "1000" for phase in run["phases"].values()), run["phases"]
+
+
 @pytest.mark.parametrize(("name", "rate", "connections"), [
     ("greeting", "", 64), ("greeting", "50", 8), ("greeting", "5", 6), ("zipcodes", "25", 8),
     ("hello-latency", "", 300), ("hello-latency", "50", 16), ("books-orders", "50", 26), ("zipcodes", "", 32),
@@ -182,6 +191,10 @@ def test_every_scenario_loads_for_wrk2(tmp_path: Path, name: str) -> None:
          "use a DURATION of at least 9s, or TOOL=vegeta"),
         ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "fast"}, "SLO_P99_MS / slo_p99_ms a number of milliseconds > 0 (got 'fast')"),
         ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "0"}, "SLO_P99_MS / slo_p99_ms a number of milliseconds > 0 (got '0')"),
+        ({"loadgen_scenario": "hello-latency", "loadgen_latency_ms": "slow"},
+         "LATENCY_MS / latency_ms a whole number of milliseconds 0..10000 (got 'slow')"),
+        ({"loadgen_scenario": "hello-latency", "loadgen_latency_ms": "20000"},
+         "LATENCY_MS / latency_ms a whole number of milliseconds 0..10000 (got '20000')"),
     ],
 )
 def test_bad_scenario_input_is_refused_clearly(tmp_path: Path, extra: dict[str, str], message: str) -> None:
