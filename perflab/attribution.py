@@ -17,7 +17,8 @@ resource AND a sign that the work waited for it:
   idle DB and an idle app mean slow round trips (network delay, locks), still the DB tier; pool
   waits with both tiers' CPUs taken by other processes are not attributed (nothing tells which);
 - app: its own CPU saturated against its allotted cores, or many threads BLOCKED on monitors,
-  with no wait on the DB;
+  with no wait on the DB; or its request threads (a bounded pool: Tomcat's workers) all busy on
+  average while requests wait for one (report 2: a blocking server caps near threads / latency);
 - loadgen: its own CPU over the audit's 80% (its own processes' figures, not its shared CPUs'),
   or more of the offered requests dropped than the audit tolerates (max_dropped_share, 0.1%;
   only results of the retired k6 report drops) while no tier downstream was saturated or queued
@@ -48,6 +49,8 @@ class AttributionThresholds:
     disk_busy: Threshold
     pool_waiting: Threshold
     threads_blocked: Threshold
+    request_threads_busy: Threshold
+    request_queue: Threshold
     loadgen_cpu: Threshold
     dropped_share: Threshold
     network_link: Threshold
@@ -75,6 +78,17 @@ THRESHOLDS = AttributionThresholds(
         8,
         "JVM threads BLOCKED on a monitor at the same moment: a few is normal churn, eight or more is "
         "lock contention inside the app (report 4: pinned virtual threads).",
+    ),
+    request_threads_busy=Threshold(
+        0.95,
+        "An app's bounded pool of request threads busy 95% of its size or more on average has none "
+        "left for a burst: a blocking server serves at most threads / latency requests a second "
+        "(report 2: 200 Tomcat threads / 0.1 s = 2,000 req/s).",
+    ),
+    request_queue=Threshold(
+        1.0,
+        "Requests waiting for a request thread, one or more on average: the pool is not merely busy, "
+        "work queues in front of it.",
     ),
     loadgen_cpu=Threshold(
         AUDIT_THRESHOLDS.max_loadgen_cpu_busy.value,
@@ -109,6 +123,9 @@ class TierFigures:
     pool_waiting_avg: float | None = None
     pool_waiting_max: float | None = None
     threads_blocked_max: float | None = None
+    request_threads_busy_avg: float | None = None  # the app's bounded request-thread pool
+    request_threads_max: float | None = None
+    request_queue_avg: float | None = None
     threads_running_avg: float | None = None
     dropped_per_s: float | None = None  # requests the load generator could not start on schedule
     dropped_share: float | None = None  # the same, as a share of the requests it was to offer
@@ -157,6 +174,9 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
             pool_waiting_avg=sat.app_pool_waiting_avg if tier == "app" else None,
             pool_waiting_max=sat.app_pool_waiting_max if tier == "app" else None,
             threads_blocked_max=sat.app_threads_blocked_max if tier == "app" else None,
+            request_threads_busy_avg=sat.app_request_threads_busy_avg if tier == "app" else None,
+            request_threads_max=sat.app_request_threads_max if tier == "app" else None,
+            request_queue_avg=sat.app_request_queue_avg if tier == "app" else None,
             threads_running_avg=sat.db_threads_running_avg if tier == "db" else None,
             dropped_per_s=dropped if tier == "loadgen" else None,
             dropped_share=share if tier == "loadgen" else None,
@@ -184,9 +204,24 @@ def _with_saturated(f: TierFigures, t: AttributionThresholds) -> TierFigures:
                      f"(at most {f.pool_waiting_max or 0:g})")
     if _over(f.threads_blocked_max, t.threads_blocked):
         found.append(f"up to {f.threads_blocked_max:g} threads BLOCKED on monitors")
+    if threads_exhausted(f, t):
+        found.append(_request_threads_text(f))
     if _over(f.dropped_share, t.dropped_share, strictly=True):
         found.append(_dropped_text(f, f"tolerance {t.dropped_share.value:.1%}"))
     return TierFigures(**{**{x.name: getattr(f, x.name) for x in fields(f)}, "saturated": tuple(found)})
+
+
+def threads_exhausted(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> bool:
+    """The app's bounded request-thread pool all busy on average while requests waited for a thread."""
+    if f.request_threads_busy_avg is None or not f.request_threads_max or f.request_queue_avg is None:
+        return False
+    return (f.request_threads_busy_avg / f.request_threads_max >= t.request_threads_busy.value
+            and f.request_queue_avg >= t.request_queue.value)
+
+
+def _request_threads_text(f: TierFigures) -> str:
+    return (f"its request threads {f.request_threads_busy_avg or 0:.0f} of {f.request_threads_max or 0:g} busy on "
+            f"average, {f.request_queue_avg or 0:.1f} requests waiting for one")
 
 
 def _dropped_text(f: TierFigures, *notes: str) -> str:
@@ -209,6 +244,9 @@ def _describe(f: TierFigures) -> str:
         parts.append(f"DB pool waits {f.pool_waiting_avg:.2f} avg / {f.pool_waiting_max or 0:g} max")
     if f.threads_blocked_max is not None:
         parts.append(f"{f.threads_blocked_max:g} threads blocked at most")
+    if f.request_threads_busy_avg is not None and f.request_threads_max is not None:
+        queue = f", {f.request_queue_avg:.1f} requests waiting" if f.request_queue_avg is not None else ""
+        parts.append(f"request threads {f.request_threads_busy_avg:.1f} of {f.request_threads_max:g} busy{queue}")
     if f.dropped_share is not None:
         parts.append(_dropped_text(f))
     if f.network_link_fraction is not None:
@@ -340,6 +378,12 @@ def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, 
                              "and statement queue were not saturated (slow answers: network delay or locks)")
     if app_cpu_saturated or app_blocked or (app_starved and achieved < t.kept_up.value):
         return verdict("app", f"app: {' and '.join(app_cpu)}")
+    # Every request thread taken while requests queue, the app's CPU to spare: the pool's size is
+    # the limit (report 2), not the generator that cannot start requests nobody takes.
+    if threads_exhausted(app, t):
+        return verdict("app", f"app's request threads ({app.request_threads_busy_avg or 0:.0f} of "
+                              f"{app.request_threads_max or 0:g} busy on average; {app.request_queue_avg or 0:.1f} "
+                              "requests waiting for one)")
     if network:
         return verdict(f"network:{network[0].tier}",
                        f"network of the {network[0].tier} tier ({network[0].network_link_fraction:.0%} of its link speed)")

@@ -80,6 +80,11 @@ class Saturation:
     app_pool_waiting_max: float | None = None
     app_pool_in_use_max: float | None = None  # DB connections lent out, at most
     app_threads_blocked_max: float | None = None  # JVM threads BLOCKED on a monitor, at most
+    # The app's bounded pool of request threads (perflab_request_threads_*: Tomcat's workers), time
+    # averages and the pool's size; None where the app has none (event loops, virtual threads).
+    app_request_threads_busy_avg: float | None = None  # threads handling a request
+    app_request_threads_max: float | None = None  # the pool's maximum size
+    app_request_queue_avg: float | None = None  # requests waiting for a request thread
     db_threads_running_avg: float | None = None  # MariaDB/MySQL threads running a statement
     db_disk_await_ms: float | None = None  # average time an I/O of the DB's busiest disk took
     network_link_fraction: dict[str, float] | None = None  # tier -> busiest direction / link speed

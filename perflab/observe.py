@@ -345,6 +345,9 @@ class Observer:
             app_pool_in_use_max=self._over_window("max", f"sum(perflab_db_pool_in_use{app})"),
             app_threads_blocked_max=self._over_window(
                 "max", f'sum(jvm_threads_states_threads{{job="app",application="{self.app}",state="blocked"}})'),
+            app_request_threads_busy_avg=self._over_window("avg", f"sum(perflab_request_threads_busy{app})"),
+            app_request_threads_max=self._over_window("max", f"sum(perflab_request_threads_max{app})"),
+            app_request_queue_avg=self._over_window("avg", f"sum(perflab_request_queue{app})"),
             db_threads_running_avg=self._over_window("avg", 'sum(mysql_global_status_threads_running{job="mysqld"})'),
             db_disk_await_ms=await_ms,
             network_link_fraction={s.labels["tier"]: s.value for s in link
@@ -357,6 +360,11 @@ class Observer:
             "app_pool_in_use_max": app_unobserved or f"{exported} perflab_db_pool_in_use in the window",
             "app_threads_blocked_max": app_unobserved or f'{exported} jvm_threads_states_threads{{state="blocked"}} '
                                                          "in the window",
+            # Not a gap in what was seen: event loops and virtual threads have no bounded pool to fill.
+            **{name: app_unobserved or f"{exported} perflab_request_threads_busy/max or perflab_request_queue in the "
+                                       "window: it serves requests on no bounded thread pool (event loops or virtual "
+                                       "threads)"
+               for name in ("app_request_threads_busy_avg", "app_request_threads_max", "app_request_queue_avg")},
             "db_threads_running_avg": "mysqld_exporter reported no mysql_global_status_threads_running in the window",
             "db_disk_await_ms": found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
             "network_link_fraction": "node_exporter reported no eth0 traffic against a link speed for any tier",

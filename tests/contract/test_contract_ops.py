@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pymysql
 import pytest
@@ -80,6 +81,38 @@ def test_metrics(target, api):
     limit = target.pool_size if target.pool_size is not None else float("inf")
     assert 0 <= pool["perflab_db_pool_in_use"] <= limit, pool
     assert pool["perflab_db_pool_waiting"] >= 0, pool
+
+
+# Apps that serve requests on a bounded pool of threads, and the pool's tag (docs/ARCHITECTURE.md):
+# the attribution's "request threads N of N busy" (report 2). Event loops and virtual threads: none.
+BOUNDED_REQUEST_POOLS = {"spring-mvc": ("tomcat", 200)}
+REQUEST_GAUGES = {"perflab_request_threads_busy", "perflab_request_threads_max", "perflab_request_queue"}
+
+
+def test_request_thread_gauges_count_the_requests_in_progress(target, api):
+    expected = BOUNDED_REQUEST_POOLS.get(target.name)
+    in_flight = 6
+    with ThreadPoolExecutor(in_flight) as senders:
+        slow = [senders.submit(target.request, "GET", "/hello/1500") for _ in range(in_flight)]
+        time.sleep(0.7)  # every slow request accepted and waiting in the app
+        response = target.request("GET", "/metrics", headers={"Accept": "text/plain"})
+        answered = [future.result() for future in slow]
+    assert all(answer.status_code == 200 for answer in answered), [a.status_code for a in answered]
+    samples = parse_metrics(api.check(response, "get", "/metrics"))
+    gauges = {name: (labels, value) for name, labels, value in samples if name in REQUEST_GAUGES}
+    if expected is None:
+        assert not gauges, f"{target.name} has no bounded pool of request threads, yet exports {sorted(gauges)}"
+        return
+    pool, size = expected
+    assert set(gauges) == REQUEST_GAUGES, f"/metrics lacks {sorted(REQUEST_GAUGES - set(gauges))}"
+    for name, (labels, _) in gauges.items():
+        assert labels.get("pool") == pool and labels.get("application") == target.application, (name, labels)
+    busy, size_seen, queue = (gauges[name][1] for name in
+                              ("perflab_request_threads_busy", "perflab_request_threads_max", "perflab_request_queue"))
+    assert size_seen == size, f"perflab_request_threads_max {size_seen}, the pool's size is {size}"
+    # The slow requests and the scrape's own, each on a thread of the pool; none waiting for one.
+    assert in_flight + 1 <= busy <= size, f"perflab_request_threads_busy {busy} with {in_flight + 1} requests in progress"
+    assert queue == 0, queue
 
 
 def test_db_sessions_use_tls(target):

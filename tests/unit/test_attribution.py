@@ -133,6 +133,39 @@ def test_blocked_threads_are_the_app() -> None:
     assert "up to 40 threads BLOCKED on monitors" in found.sentence
 
 
+# Report 2 on the lab: MVC with 200 Tomcat threads at 300 req/s of 1 s requests achieved 195.7,
+# its CPU idle, no DB in the request; 400 threads held the rate with 300 of them busy.
+def test_every_request_thread_busy_while_requests_queue_is_the_apps_request_threads() -> None:
+    capped = with_(CALM, app_request_threads_busy_avg=199.6, app_request_threads_max=200.0, app_request_queue_avg=95.3)
+    found = attribute(run(achieved=195.7, target=300.0), capped)
+    assert found.limiting_tier == "app"
+    assert found.sentence.startswith(
+        "limited by the app's request threads (200 of 200 busy on average; 95.3 requests waiting for one), "
+        "at 195.7 of 300 req/s (65%)"), found.sentence
+    assert "request threads 199.6 of 200 busy, 95.3 requests waiting" in found.evidence[1]
+
+
+def test_a_pool_with_threads_to_spare_or_no_queue_is_not_the_limit() -> None:
+    roomy = with_(CALM, app_request_threads_busy_avg=300.0, app_request_threads_max=400.0, app_request_queue_avg=0.0)
+    assert attribute(run(achieved=300.0, target=300.0), roomy).sentence.startswith("no tier was saturated")
+    # All busy but nothing waiting (exactly at the cap): busy, not queueing.
+    full = with_(CALM, app_request_threads_busy_avg=200.0, app_request_threads_max=200.0, app_request_queue_avg=0.2)
+    assert attribute(run(achieved=200.0, target=200.0), full).limiting_tier is None
+
+
+def test_drops_behind_exhausted_request_threads_are_not_the_generator() -> None:
+    capped = with_(CALM, app_request_threads_busy_avg=200.0, app_request_threads_max=200.0, app_request_queue_avg=40.0)
+    found = attribute(run(achieved=210.0, target=300.0, dropped=2700), capped)
+    assert found.limiting_tier == "app" and "request threads" in found.sentence, found.sentence
+
+
+def test_request_threads_waiting_for_db_connections_are_the_db() -> None:
+    waiting = with_(CALM, app_request_threads_busy_avg=200.0, app_request_threads_max=200.0, app_request_queue_avg=30.0,
+                    app_pool_waiting_avg=150.0, app_pool_waiting_max=184.0, db_threads_running_avg=15.0)
+    found = attribute(run(achieved=150.0, target=300.0), waiting)
+    assert found.limiting_tier == "db", found.sentence
+
+
 def test_a_link_near_its_speed_is_the_network() -> None:
     found = attribute(run(achieved=150.0), with_(CALM, network_link_fraction={"app": 0.85}))
     assert found.limiting_tier == "network:app"

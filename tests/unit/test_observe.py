@@ -391,6 +391,9 @@ def test_saturation_figures_left_none_say_why() -> None:
     scraped = observe.observe(EmptyLab(scraped=True), WINDOW, "tfb-quarkus", {})  # type: ignore[arg-type]
     assert scraped.unobserved["saturation.app_threads_blocked_max"] == (
         'the app tfb-quarkus exported no jvm_threads_states_threads{state="blocked"} in the window')
+    # No bounded request-thread pool is said as such, not as a gap.
+    assert scraped.unobserved["saturation.app_request_threads_max"].endswith(
+        "it serves requests on no bounded thread pool (event loops or virtual threads)")
 
 
 def test_prometheus_gone_in_the_middle_of_an_answer_is_unreachable_not_a_crash() -> None:

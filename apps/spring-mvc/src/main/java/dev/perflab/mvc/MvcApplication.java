@@ -10,11 +10,16 @@ import io.micrometer.core.instrument.binder.MeterBinder;
 import java.sql.Connection;
 import java.util.Map;
 import java.util.function.ToIntFunction;
+import org.apache.tomcat.util.threads.ThreadPoolExecutor;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
+import org.springframework.boot.web.context.WebServerApplicationContext;
+import org.springframework.boot.web.embedded.tomcat.TomcatWebServer;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 
 @SpringBootApplication
@@ -78,6 +83,41 @@ public class MvcApplication {
             HikariPoolMXBean pool = ds.getHikariPoolMXBean(); // null until the pool has started
             return pool == null ? 0 : value.applyAsInt(pool);
         }).description(description).register(registry);
+    }
+
+    /**
+     * The common request-thread gauges of every perflab app with a bounded pool of request threads
+     * (docs/ARCHITECTURE.md): Tomcat's workers, read from its executor at each scrape. Report 2's
+     * cap: when all server.tomcat.threads.max are busy, requests wait in the executor's queue. On
+     * virtual threads there is no such pool, and no gauge.
+     */
+    @Bean
+    @ConditionalOnProperty(name = "spring.threads.virtual.enabled", havingValue = "false")
+    MeterBinder requestThreadMetrics(ApplicationContext context) {
+        return registry -> {
+            requestGauge(registry, "perflab.request.threads.busy", "request threads handling a request", context,
+                    ThreadPoolExecutor::getActiveCount);
+            requestGauge(registry, "perflab.request.threads.max", "the request-thread pool's maximum size", context,
+                    ThreadPoolExecutor::getMaximumPoolSize);
+            requestGauge(registry, "perflab.request.queue", "requests waiting for a request thread", context,
+                    executor -> executor.getQueue().size());
+        };
+    }
+
+    private static void requestGauge(io.micrometer.core.instrument.MeterRegistry registry, String name,
+            String description, ApplicationContext context, ToIntFunction<ThreadPoolExecutor> value) {
+        Gauge.builder(name, context, c -> {
+            ThreadPoolExecutor executor = tomcatExecutor(c); // null until Tomcat has started
+            return executor == null ? 0 : value.applyAsInt(executor);
+        }).tag("pool", "tomcat").description(description).register(registry);
+    }
+
+    private static ThreadPoolExecutor tomcatExecutor(ApplicationContext context) {
+        if (context instanceof WebServerApplicationContext web && web.getWebServer() instanceof TomcatWebServer tomcat
+                && tomcat.getTomcat().getConnector().getProtocolHandler().getExecutor() instanceof ThreadPoolExecutor pool) {
+            return pool;
+        }
+        return null;
     }
 
     /**
