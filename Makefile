@@ -201,6 +201,17 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app claiming it (
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(call compare_apps,$(APPS))
 
+# `make reproduce REPORT=2|3|all`: a field report's experiment on the lab (perflab/reproduce.py), each
+# arm a bench run; RATE=, DURATION=, WARMUP= replace the experiment's own.
+REPORT ?=
+
+.PHONY: reproduce
+reproduce: $(VENV_STAMP) ## Run field report REPORT=2|3|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced or not
+	$(require_inventory)
+	@$(MAKE) --no-print-directory vegeta-if-needed
+	$(BIN)/perflab reproduce --report '$(REPORT)' --inventory "$(INVENTORY)" --rate '$(RATE)' --duration '$(DURATION)' \
+	  --warmup '$(WARMUP)' -- -e loadgen_tool='$(TOOL)' $(ANSIBLE_ARGS)
+
 # `make sweep`: one bench run per rate, in increasing order, until a run is incomplete, INVALID
 # or its corrected p99 exceeds the SLO (the scenario's slo_p99_ms, or SLO_P99_MS=).
 RATES ?=

@@ -29,6 +29,9 @@ Commands:
       one CSV row per judged run, oldest first (perflab/history.py); the runs not judged counted on stderr
   perflab app list|show|build|pack ...
       the apps under test from their manifests (perflab/manifest.py, which lists its own exit codes)
+  perflab reproduce --report 2|3|all [--rate R] [--duration D] [--warmup W] [-- BENCH OPTIONS]
+      a field report's experiment as bench runs, the report's table beside the lab's, each relation it
+      found marked reproduced or not (perflab/reproduce.py)
   perflab verify plan SCENARIO --base-url URL | check PLAN RESULTS
       the bench's verify phase: the scenario's requests and the contract's expectations, then the
       judgement of their answers and DB statements (perflab/verify.py, which lists its own exit codes)
@@ -55,7 +58,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, collect, compare, history, manifest, report, sweep, verify, watch
+from perflab import audit, collect, compare, history, manifest, report, reproduce, sweep, verify, watch
 from perflab.collect import InputError
 from perflab.model import RunResult, SchemaError
 from perflab.observations import Observations
@@ -143,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     collect.register(commands)
     sweep.register(commands)
     compare.register(commands)
+    reproduce.register(commands)
     watch.register(commands)
     manifest.register(commands)
     verify.register(commands)

@@ -1,0 +1,392 @@
+"""Run a field report's experiment on this lab and print the report's table beside the lab's.
+
+perflab reproduce (make reproduce REPORT=2|3|all): the experiment of one of the four field reports
+the lab is built on (docs/ARCHITECTURE.md) in the form this lab and its hosts allow, as
+normal bench runs under results/<run-id>/, then:
+- the report's own figures (theirs, from their hardware) beside the lab's runs (achieved rate,
+  corrected p50/p99, verdict, what the app spent, the attribution);
+- each relation the report found, marked `reproduced`, `not reproduced` or `not judged` (a run
+  missing, incomplete, or without the figure), with the figures it was decided on;
+- results/<id>-reproduce-<report>/reproduction.json: the same, for the report page.
+
+Report 2 (Spring MVC vs WebFlux under blocking latency): /hello/{latency} with a 1 s delay at
+300 req/s, the report's physics at a tenth of its rate so that one loadgen core suffices: MVC on
+200 Tomcat threads caps near threads / latency = 200 req/s; 400 threads, WebFlux and MVC on
+virtual threads hold the rate.
+Report 3 (IO thread vs worker thread, Quarkus): the greeting on the Vert.x event loop and on a
+worker thread, at one rate below saturation (the lab's single loadgen core cannot find
+Quarkus' maximum): what each costs per request, its memory and its start. With the report's
+constraints (PROFILE=io-vs-worker: 4 CPUs, 256 MB, -Xmx128m) where the app host has 4 CPUs;
+elsewhere the lab says so and runs on the default profile.
+Reports 1 and 4 are not built yet (the five steps of report 1 are the judge's unit and lab
+tests; report 4 needs netem on the DB host): REPORT=1 or 4 says so.
+
+Exit status: 0 every run completed (whatever the relations: a relation not reproduced is a
+finding, not a failure), 1 a run did not complete, 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perflab import manifest
+from perflab.compare import MIB, Row, read_row
+from perflab.sweep import ROOT, run_bench
+
+EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+REPRODUCED, NOT_REPRODUCED, NOT_JUDGED = "reproduced", "not reproduced", "not judged"
+FILE_NAME = "reproduction.json"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One run of an experiment: an app with its variants."""
+
+    key: str  # how the relations name it
+    label: str
+    app: str
+    variants: str = ""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """What the report found, as this lab can check it: (status, the figures it was decided on)."""
+
+    claim: str
+    check: Callable[[dict[str, Row], "Settings"], tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    rate: int
+    duration: str
+    warmup: str
+    latency_ms: int | None = None
+    slo_p99_ms: float | None = None
+    profile: str = ""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    report: int
+    title: str
+    scenario: str
+    settings: Settings
+    arms: tuple[Arm, ...]
+    theirs: tuple[tuple[str, str], ...]  # the report's own rows: label, figures
+    relations: tuple[Relation, ...]
+    fallback_profile: str = ""  # the profile when the app host cannot hold settings.profile
+    fallback_why: str = ""
+
+
+# -- the figures of a row -------------------------------------------------------------------------
+
+def _result(row: Row, *path: str) -> float | None:
+    value: Any = row.result
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def achieved(row: Row) -> float | None:
+    return _result(row, "achieved_rate")
+
+
+def p50(row: Row) -> float | None:
+    return _result(row, "latency_corrected", "percentiles_ms", "50")
+
+
+def p99(row: Row) -> float | None:
+    return _result(row, "latency_corrected", "percentiles_ms", "99")
+
+
+def start_ms(row: Row) -> float | None:
+    return _result(row, "app", "start_to_first_request_ms")
+
+
+def audit_figure(row: Row, name: str) -> float | None:
+    value = row.audit.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def verdict(row: Row) -> str:
+    return str(row.audit.get("status") or "-") if row.result is not None else row.state
+
+
+def attribution(row: Row) -> str:
+    if row.run_dir is None:
+        return ""
+    try:
+        found = json.loads((row.run_dir / "attribution.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(found.get("sentence", "")) if isinstance(found, dict) else ""
+
+
+def _judged(row: Row | None) -> bool:
+    return row is not None and row.result is not None and row.audit.get("status") in ("VALID", "WARN", "INVALID")
+
+
+def _missing(rows: dict[str, Row], *keys: str) -> str | None:
+    """Why the relation over KEYS cannot be judged, or None."""
+    for key in keys:
+        if not _judged(rows.get(key)):
+            row = rows.get(key)
+            return f"{key}: {row.state if row else 'not run'}"
+    return None
+
+
+# -- report 2: a blocking server caps near threads / latency --------------------------------------
+
+def _holds_rate(key: str, label: str) -> Relation:
+    def check(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+        if why := _missing(rows, key):
+            return NOT_JUDGED, why
+        row = rows[key]
+        rate, median = achieved(row) or 0.0, p50(row)
+        held = rate >= 0.95 * s.rate and verdict(row) in ("VALID", "WARN")
+        delay = s.latency_ms or 0
+        prompt = median is not None and median <= 1.2 * delay + 50
+        shown = f"{rate:.1f} of {s.rate} req/s, p50 {median if median is not None else '-'} ms, {verdict(row)}"
+        return (REPRODUCED if held and prompt else NOT_REPRODUCED), shown
+
+    return Relation(f"{label} is not capped: it holds the rate with answers near the delay", check)
+
+
+def _mvc_capped(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "mvc200"):
+        return NOT_JUDGED, why
+    row = rows["mvc200"]
+    cap = 200 * 1000 / (s.latency_ms or 1)
+    rate = achieved(row) or 0.0
+    shown = f"{rate:.1f} of {s.rate} req/s (200 threads / {s.latency_ms} ms = {cap:g} req/s)"
+    return (REPRODUCED if 0.85 * cap <= rate <= 1.10 * cap else NOT_REPRODUCED), shown
+
+
+def _named_cap(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "mvc200"):
+        return NOT_JUDGED, why
+    row = rows["mvc200"]
+    sentence = attribution(row)
+    named = verdict(row) == "INVALID" and "request threads" in sentence
+    return (REPRODUCED if named else NOT_REPRODUCED), f"{verdict(row)}; {sentence or 'no attribution'}"
+
+
+def _twice_the_threads(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "mvc200", "mvc400"):
+        return NOT_JUDGED, why
+    low, high = achieved(rows["mvc200"]) or 0.0, achieved(rows["mvc400"]) or 0.0
+    # Twice the cap is 400 req/s, above the offered rate: 400 threads must hold what 200 could not.
+    held = high >= 0.95 * s.rate and high > 1.2 * low
+    return (REPRODUCED if held else NOT_REPRODUCED), f"400 threads {high:.1f} req/s, 200 threads {low:.1f} req/s"
+
+
+REPORT_2 = Experiment(
+    report=2, title="Spring WebFlux vs Spring MVC under blocking latency", scenario="hello-latency",
+    settings=Settings(rate=300, duration="30s", warmup="10s", latency_ms=1000, slo_p99_ms=1100),
+    arms=(Arm("mvc200", "Spring MVC, 200 Tomcat threads", "spring-mvc", "threads=platform max_threads=200"),
+          Arm("mvc400", "Spring MVC, 400 Tomcat threads", "spring-mvc", "threads=platform max_threads=400"),
+          Arm("virtual", "Spring MVC, virtual threads", "spring-mvc", "threads=virtual"),
+          Arm("webflux", "Spring WebFlux", "spring-webflux")),
+    theirs=(("Spring MVC, 200 threads", "queues from ~3,000 users (~200 requests in flight); cap near 200 / 0.1 s = 2,000 req/s"),
+            ("Spring MVC, 400 threads", "the same curve at twice the users and twice the throughput"),
+            ("Spring WebFlux", "7,228 req/s at 20,000 users, p95 117 ms (MVC failed)")),
+    relations=(Relation("MVC on 200 threads caps near threads / latency", _mvc_capped),
+               Relation("the verdict names the cap: INVALID, limited by the app's request threads", _named_cap),
+               Relation("400 threads move the cap to twice: the rate 200 could not hold is held", _twice_the_threads),
+               _holds_rate("webflux", "WebFlux"),
+               _holds_rate("virtual", "MVC on virtual threads")),
+)
+
+
+# -- report 3: the IO thread against a worker thread ----------------------------------------------
+
+def _lower(name: str, figure: Callable[[Row], float | None], report_ratio: str) -> Relation:
+    def check(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+        if why := _missing(rows, "io", "worker"):
+            return NOT_JUDGED, why
+        io, worker = figure(rows["io"]), figure(rows["worker"])
+        if io is None or worker is None:
+            return NOT_JUDGED, f"{name} not stated for {'the IO thread' if io is None else 'the worker thread'}"
+        shown = f"IO thread {io:.4g}, worker thread {worker:.4g} ({io / worker:.1%} of it; the report: {report_ratio})"
+        return (REPRODUCED if io < worker else NOT_REPRODUCED), shown
+
+    return Relation(f"the IO thread needs less {name} than a worker thread", check)
+
+
+REPORT_3 = Experiment(
+    report=3, title="IO thread vs worker thread (Quarkus)", scenario="greeting",
+    settings=Settings(rate=1500, duration="30s", warmup="15s", profile="io-vs-worker"),
+    arms=(Arm("worker", "Quarkus, worker thread", "quarkus", "dispatch=worker"),
+          Arm("io", "Quarkus, IO thread", "quarkus", "dispatch=io")),
+    theirs=(("worker thread", "start to first request 993.9 ms, max RSS 138.8 MB, max 46,172 req/s"),
+            ("IO thread", "start to first request 868.3 ms, max RSS 97.9 MB, max 123,520 req/s")),
+    relations=(_lower("CPU per request (app CPU-s per 1,000 requests)",
+                      lambda row: audit_figure(row, "app_cpu_s_per_1000_requests"), "1/2.675 of the worker's by throughput"),
+               _lower("memory (max RSS)", lambda row: audit_figure(row, "app_max_rss_bytes"), "70.5%"),
+               _lower("time from start to first request", start_ms, "87.4%")),
+    fallback_profile="default",
+    fallback_why="the app host has fewer than the 4 CPUs of PROFILE=io-vs-worker: the default profile, the report's "
+                 "memory limits not applied (the ratios of CPU per request still compare; RSS is the JVM's own sizing)",
+)
+
+EXPERIMENTS = {2: REPORT_2, 3: REPORT_3}
+NOT_BUILT = {1: "report 1's five steps are checked by the judge's own tests (tests/judge_lab, tests/unit/test_audit.py)",
+             4: "report 4's DB delay needs netem on the DB host, and its experiment is not built yet"}
+
+
+# -- running and printing --------------------------------------------------------------------------
+
+def bench_options(experiment: Experiment, arm: Arm, settings: Settings) -> list[str]:
+    """playbooks/bench.yml's options for one arm (what `make bench` would pass)."""
+    options = ["-e", f"app_name={arm.app}", "-e", json.dumps({"app_variants": arm.variants}),
+               "-e", f"loadgen_scenario={experiment.scenario}", "-e", f"loadgen_rate={settings.rate}",
+               "-e", f"loadgen_duration={settings.duration}", "-e", f"loadgen_warmup={settings.warmup}"]
+    if settings.latency_ms is not None:
+        options += ["-e", f"loadgen_latency_ms={settings.latency_ms}"]
+    if settings.slo_p99_ms is not None:
+        options += ["-e", f"loadgen_slo_p99_ms={settings.slo_p99_ms:g}"]
+    if settings.profile:
+        options += ["-e", f"app_profile={settings.profile}"]
+    return options
+
+
+def judge(experiment: Experiment, rows: dict[str, Row], settings: Settings) -> list[dict[str, str]]:
+    return [dict(zip(("claim", "status", "figures"), (r.claim, *r.check(rows, settings)))) for r in experiment.relations]
+
+
+def table(experiment: Experiment, rows: dict[str, Row], relations: Sequence[dict[str, str]], settings: Settings,
+          note: str = "") -> str:
+    def cell(value: float | None, spec: str, unit: float = 1.0) -> str:
+        return "-" if value is None else spec.format(value / unit)
+
+    lab = [("lab: " + arm.label, f"{cell(achieved(rows[arm.key]), '{:.1f}')} of {settings.rate} req/s, "
+            f"p50 {cell(p50(rows[arm.key]), '{:.1f}')} ms, p99 {cell(p99(rows[arm.key]), '{:.1f}')} ms, "
+            f"{verdict(rows[arm.key])}, app CPU-s/1k req "
+            f"{cell(audit_figure(rows[arm.key], 'app_cpu_s_per_1000_requests'), '{:.3f}')}, max RSS "
+            f"{cell(audit_figure(rows[arm.key], 'app_max_rss_bytes'), '{:.0f}', MIB)} MiB, start to first request "
+            f"{cell(start_ms(rows[arm.key]), '{:.0f}')} ms"
+            + (f"\n      {attribution(rows[arm.key])}" if attribution(rows[arm.key]) else ""))
+           for arm in experiment.arms]
+    width = max(len(label) for label, _ in [*((f"report: {t}", f) for t, f in experiment.theirs), *lab])
+    lines = [f"Report {experiment.report}: {experiment.title}",
+             f"  lab: {experiment.scenario} at {settings.rate} req/s"
+             + (f", /hello/{settings.latency_ms}" if settings.latency_ms is not None else "")
+             + f", {settings.duration} after {settings.warmup} of warm-up, profile {settings.profile or 'default'}"]
+    if note:
+        lines.append(f"  note: {note}")
+    lines += [f"  {('report: ' + label).ljust(width)}  {figures}" for label, figures in experiment.theirs]
+    lines += [f"  {label.ljust(width)}  {figures}" for label, figures in lab]
+    lines.append("  relations:")
+    lines += [f"    [{r['status']}] {r['claim']}: {r['figures']}" for r in relations]
+    return "\n".join(lines)
+
+
+def reproduce(experiment: Experiment, settings: Settings, results: Path, inventory: str, extra: Sequence[str],
+              run: Callable[[Path, str, Sequence[str], str], tuple[int, Path | None]] = run_bench) -> tuple[int, str]:
+    """Every arm's run, the relations judged, reproduction.json written; (exit status, the table)."""
+    rows: dict[str, Row] = {}
+    note, complete = "", True
+    for arm in experiment.arms:
+        print(f"perflab reproduce: report {experiment.report}, {arm.label}", flush=True)
+        named = f"-{manifest.resolve(arm.app).name}-{experiment.scenario}"
+        code, run_dir = run(results, inventory, [*bench_options(experiment, arm, settings), *extra], named)
+        if run_dir is None and settings.profile and experiment.fallback_profile and code != 0:
+            # Refused before the run opened: the profile the host cannot hold (the app role says why above).
+            settings = dataclasses.replace(settings, profile=experiment.fallback_profile)
+            note = experiment.fallback_why
+            print(f"perflab reproduce: {note}", flush=True)
+            code, run_dir = run(results, inventory, [*bench_options(experiment, arm, settings), *extra], named)
+        rows[arm.key] = read_row(arm.label, run_dir)
+        complete = complete and code in (0, 1) and rows[arm.key].state == "complete"  # 1: judged INVALID
+    relations = judge(experiment, rows, settings)
+    text = table(experiment, rows, relations, settings, note)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    where = results / f"{stamp}-reproduce-{experiment.report}"
+    where.mkdir(parents=True, exist_ok=True)
+    document = {"report": experiment.report, "title": experiment.title, "scenario": experiment.scenario,
+                "settings": dataclasses.asdict(settings), "note": note, "theirs": [list(t) for t in experiment.theirs],
+                "runs": {arm.key: {"label": arm.label, "app": arm.app, "variants": arm.variants,
+                                   "run": _name(rows[arm.key].run_dir),
+                                   "state": rows[arm.key].state} for arm in experiment.arms},
+                "relations": relations}
+    (where / FILE_NAME).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return (EXIT_DONE if complete else EXIT_RUN_FAILED), text + f"\n  -> {where / FILE_NAME}"
+
+
+def _name(run_dir: Path | None) -> str | None:
+    return run_dir.name if run_dir is not None else None
+
+
+def _reports(text: str) -> list[int]:
+    wanted = [1, 2, 3, 4] if text == "all" else [int(text)] if text in ("1", "2", "3", "4") else []
+    if not wanted:
+        raise argparse.ArgumentTypeError(f"REPORT must be 1, 2, 3, 4 or all, got {text!r}")
+    return wanted
+
+
+def _settings(experiment: Experiment, args: argparse.Namespace) -> Settings:
+    settings = experiment.settings
+    if args.rate:
+        settings = dataclasses.replace(settings, rate=int(args.rate))
+    if args.duration:
+        settings = dataclasses.replace(settings, duration=args.duration)
+    if args.warmup:
+        settings = dataclasses.replace(settings, warmup=args.warmup)
+    return settings
+
+
+def register(commands: Any) -> None:
+    """Register `perflab reproduce` on the CLI's subcommands."""
+    sub = commands.add_parser("reproduce", help="run a field report's experiment; its table beside the lab's",
+                              description=__doc__.splitlines()[0])
+    sub.add_argument("--report", type=_reports, required=True, help="1, 2, 3, 4 or all (REPORT=)")
+    sub.add_argument("--inventory", default="inventory/local")
+    sub.add_argument("--rate", default="", help="the offered rate instead of the experiment's (RATE=)")
+    sub.add_argument("--duration", default="", help="the measured phase instead of the experiment's (DURATION=)")
+    sub.add_argument("--warmup", default="", help="the warm-up instead of the experiment's (WARMUP=)")
+    sub.add_argument("--results", type=Path, help="results directory (default: $PERFLAB_RESULTS_DIR or results/)")
+    sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: more options for playbooks/bench.yml")
+    sub.set_defaults(command=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.rate and not (args.rate.isdigit() and int(args.rate) > 0):
+        print(f"perflab reproduce: RATE must be a whole number > 0, got {args.rate!r}", file=sys.stderr)
+        return EXIT_USAGE
+    extra = [o for o in args.bench_options if o != "--"]
+    results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+    worst, tables = EXIT_DONE, []
+    for report in args.report:
+        if report in NOT_BUILT:
+            tables.append(f"Report {report}: not runnable by make reproduce: {NOT_BUILT[report]}.")
+            if len(args.report) == 1:
+                print(tables[-1], file=sys.stderr)
+                return EXIT_USAGE
+            continue
+        experiment = EXPERIMENTS[report]
+        try:
+            for arm in experiment.arms:
+                found = manifest.resolve(arm.app)
+                manifest.choose(found, manifest.variant_selections(arm.variants))
+                manifest.build(found)
+        except manifest.ManifestError as error:
+            for line in error.problems:
+                print(f"perflab reproduce: {line}", file=sys.stderr)
+            return EXIT_USAGE
+        except manifest.BuildError as error:
+            print(f"perflab reproduce: {error}", file=sys.stderr)
+            return EXIT_RUN_FAILED
+        code, text = reproduce(experiment, _settings(experiment, args), results, args.inventory, extra)
+        tables.append(text)
+        worst = max(worst, code)
+    print("\n\n".join(tables))
+    return worst
