@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from perflab import repetitions, timeseries, vegeta, wrk2
+from perflab import repetitions, reproduce, timeseries, vegeta, wrk2
 from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError, app_variant
 from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
 
@@ -202,6 +202,7 @@ class Results:
     runs: list[Run]
     sweeps: list[Sweep]
     problems: list[str]  # one line each, "<directory>: <what is wrong>"
+    reproductions: list[reproduce.Reproduction] = field(default_factory=list)
 
 
 def load(directory: Path) -> Results:
@@ -214,6 +215,12 @@ def load(directory: Path) -> Results:
                 results.sweeps.append(_load_sweep(path))
             except ReportInputError as exc:
                 results.problems.append(f"{path.name}: {exc}; sweep left out")
+            continue
+        if (path / reproduce.FILE_NAME).exists():
+            try:
+                results.reproductions.append(reproduce.read(path))
+            except reproduce.ReproductionError as exc:
+                results.problems.append(f"{path.name}: {exc}; reproduction left out")
             continue
         run = _load_run(path)
         results.runs.append(run)
@@ -820,6 +827,29 @@ def _sweep_variant(sweep: Sweep, runs_by_id: dict[str, Run]) -> str:
     return sweep.app
 
 
+def _reproduction_section(reproductions: Sequence[reproduce.Reproduction]) -> str:
+    """Each field report's experiment as the lab ran it (make reproduce): their figures, the lab's
+    runs, and every relation the report found, reproduced or not."""
+    if not reproductions:
+        return "<p>No reproduction recorded (<code>make reproduce REPORT=2</code> makes one).</p>"
+    parts = []
+    for found in sorted(reproductions, key=lambda r: (r.report, r.directory)):
+        theirs = "".join(f"<tr><th>{_esc(label)}</th><td>{_esc(figures)}</td></tr>" for label, figures in found.theirs)
+        runs = "".join(f"<tr><th>{_esc(run.label)}</th><td>{_esc(run.run or '-')}</td><td>{_esc(run.state)}</td></tr>"
+                       for run in found.runs)
+        relations = "".join(
+            f'<li class="relation {_esc(status.replace(" ", "-"))}"><strong>{_esc(status)}</strong>: {_esc(claim)}'
+            f"<br><small>{_esc(figures)}</small></li>" for claim, status, figures in found.relations)
+        note = f"<p>{_esc(found.note)}</p>" if found.note else ""
+        parts.append(
+            f'<section class="reproduction"><h3>Report {found.report}: {_esc(found.title)}</h3>'
+            f"<p>On this lab: {_esc(found.summary)} ({_esc(found.directory)}).</p>{note}"
+            f"<table><caption>The report's figures (theirs, from their hardware)</caption>{theirs}</table>"
+            f"<table><caption>The lab's runs (each in the runs below)</caption>{runs}</table>"
+            f"<ul>{relations}</ul></section>")
+    return "".join(parts)
+
+
 def _sweep_section(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> str:
     if not sweeps:
         return "<p>No sweep recorded (<code>make sweep APP=... SCENARIO=...</code> makes one).</p>"
@@ -1151,6 +1181,7 @@ h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } 
 table { border-collapse: collapse; margin: .5em 0; } caption { text-align: left; color: #555; font-size: .9em; } th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
 td { vertical-align: top; } .runs td:nth-child(n+5) { text-align: right; }
 .verdict.VALID { background: #d9f2d9; } .verdict.WARN { background: #fff0c2; } .verdict.INVALID { background: #f8d0d0; }
+.relation.reproduced strong { color: #1b6e1b; } .relation.not-reproduced strong { color: #a11; } .relation.not-judged strong { color: #666; }
 .verdict.NOT_EVALUATED { color: #777; } .problem { color: #a00000; } .not-recorded { color: #777; font-style: italic; }
 .source { display: block; color: #777; font-size: .8em; } .ratio { display: block; color: #555; font-size: .8em; }
 .range { display: block; color: #333; font-size: .8em; }
@@ -1194,6 +1225,7 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
         f"from sweeps only, max throughput, the max RSS of that sweep's runs and throughput per MiB of it.</p>"
         f"{_comparison_section(results)}",
         f'<h2 id="sweeps">Throughput against latency (sweeps)</h2>{_sweep_section(results.sweeps, runs_by_id)}',
+        f'<h2 id="reproductions">Field reports reproduced</h2>{_reproduction_section(results.reproductions)}',
         f'<h2 id="problems">Problems ({len(results.problems)})</h2>{problems}',
         f'<h2 id="runs">Runs, verdicts and per-tier utilization</h2>{_run_rows(results.runs)}',
         "".join(_run_section(r, colors) for r in sorted(results.runs, key=lambda r: r.run_id, reverse=True)),

@@ -243,6 +243,56 @@ NOT_BUILT = {1: "report 1's five steps are checked by the judge's own tests (tes
              4: "report 4's DB delay needs netem on the DB host, and its experiment is not built yet"}
 
 
+# -- reproduction.json: written here, read by the report ------------------------------------------
+
+@dataclass(frozen=True)
+class RecordedRun:
+    key: str
+    label: str
+    run: str | None  # the run directory's name under results/; None: the run never opened
+    state: str
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A reproduction.json as the report reads it."""
+
+    directory: str
+    report: int
+    title: str
+    summary: str  # the lab's settings in one line
+    note: str
+    theirs: tuple[tuple[str, str], ...]
+    runs: tuple[RecordedRun, ...]
+    relations: tuple[tuple[str, str, str], ...]  # claim, status, figures
+
+
+class ReproductionError(ValueError):
+    """A reproduction.json that cannot be read as one."""
+
+
+def read(directory: Path) -> Reproduction:
+    """DIRECTORY/reproduction.json; ReproductionError naming what is wrong."""
+    try:
+        document = json.loads((directory / FILE_NAME).read_text(encoding="utf-8"))
+        settings = document["settings"]
+        summary = (f"{document['scenario']} at {settings['rate']} req/s"
+                   + (f", /hello/{settings['latency_ms']}" if settings.get("latency_ms") is not None else "")
+                   + f", {settings['duration']} after {settings['warmup']} of warm-up, "
+                     f"profile {settings.get('profile') or 'default'}")
+        return Reproduction(
+            directory=directory.name, report=int(document["report"]), title=str(document["title"]), summary=summary,
+            note=str(document.get("note") or ""),
+            theirs=tuple((str(label), str(figures)) for label, figures in document["theirs"]),
+            runs=tuple(RecordedRun(str(key), str(run["label"]), run.get("run"), str(run["state"]))
+                       for key, run in document["runs"].items()),
+            relations=tuple((str(r["claim"]), str(r["status"]), str(r["figures"])) for r in document["relations"]))
+    except OSError as error:
+        raise ReproductionError(f"{FILE_NAME} cannot be read: {error.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ReproductionError(f"{FILE_NAME} is not a reproduction ({type(error).__name__}: {error})") from None
+
+
 # -- running and printing --------------------------------------------------------------------------
 
 def bench_options(experiment: Experiment, arm: Arm, settings: Settings) -> list[str]:

@@ -641,3 +641,30 @@ def test_repetitions_give_the_median_and_range_and_say_what_cannot_be_told_apart
     cpu = "app CPU-s per 1,000 requests"
     assert cell["quarkus (IO thread)"][cpu].endswith("|best")
     assert re.fullmatch(r"[\d.]+\|[\d.]+–[\d.]+\|[\d.]+× best", cell["spring-webflux"][cpu]), cell["spring-webflux"][cpu]
+
+
+def test_a_reproduction_is_its_own_section_never_a_run(tmp_path: Path) -> None:
+    """make reproduce's directory (reproduction.json, perflab/reproduce.py) beside the runs it made."""
+    results = good_results(tmp_path / "results")
+    run_ids = sorted(p.name for p in results.iterdir() if p.is_dir())
+
+    def run(where: Path, inventory: str, options: object, named: str) -> tuple[int, Path | None]:
+        return 0, where / run_ids[0]  # every arm "ran" as the first good run: its figures, its verdict
+
+    from perflab import reproduce
+    reproduce.reproduce(reproduce.REPORT_2, reproduce.REPORT_2.settings, results, "inventory/local", [], run)
+    done = perflab("report", "--results", results, "--output", tmp_path / "out.html")
+    assert (done.returncode, done.stderr) == (report.EXIT_WRITTEN, "")
+    page = (tmp_path / "out.html").read_text()
+    section = page[page.index('<h2 id="reproductions">'):page.index('<h2 id="problems">')]
+    assert "Report 2: Spring WebFlux vs Spring MVC under blocking latency" in section
+    assert "hello-latency at 300 req/s, /hello/1000, 30s after 10s of warm-up" in section
+    assert "7,228 req/s at 20,000 users" in section and f"<td>{run_ids[0]}</td><td>complete</td>" in section
+    assert section.count('<li class="relation ') == 5 and "<strong>not reproduced</strong>" in section, section
+    assert "reproduce-2" not in page[page.index('<h2 id="runs">'):]
+    broken = next(results.glob("*-reproduce-2"))
+    (broken / "reproduction.json").write_text('{"report": 2}')
+    done = perflab("report", "--results", results, "--output", tmp_path / "out.html")
+    assert done.returncode == report.EXIT_WRITTEN_WITH_PROBLEMS, done.stderr
+    assert f"{broken.name}: reproduction.json is not a reproduction (KeyError: 'settings'); reproduction left out" \
+        in done.stderr
