@@ -262,7 +262,7 @@ test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PE
 .PHONY: test-lab
 test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app on zipcodes, our Quarkus beside TechEmpower's, books-orders and hello-latency once, an SSH lab with two loadgen hosts, lab-down
 	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
-	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/watch tests/lab tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs tests/ssh_lab
+	$(BIN)/pytest -v -p no:cacheprovider --durations=15 tests/lab tests/watch tests/dashboards tests/judge_lab tests/sweep_lab tests/bench_runs tests/ssh_lab
 
 .PHONY: bench-loadgen
 bench-loadgen: $(VENV_STAMP) $(VEGETA) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for wrk2 and vegeta (a sweep each)

@@ -36,9 +36,22 @@ def short_run(lab: str) -> Path:
     return run_dir
 
 
+# The order of the lab's tests, whatever the command line's: first those that read the lab as
+# lab-up leaves it (the database at its seed, before any run writes to it), then make watch, which
+# watches the shared short run as it happens (the first test to ask for it starts it: otherwise
+# watch would run one more of its own), then the rest; the lifecycle tests end with lab-down.
+FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py")
+THEN = ("tests/watch/",)
+LAST = ("tests/lab/test_lab_lifecycle.py",)
+
+
+def _lab_order(item: pytest.Item) -> int:
+    path = item.nodeid.split("::")[0]
+    return 0 if path in FIRST else 1 if path.startswith(THEN) else 3 if path in LAST else 2
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The lifecycle tests end with lab-down: run them after every other test using the lab."""
-    items.sort(key=lambda item: item.nodeid.split("::")[0].endswith("test_lab_lifecycle.py"))
+    items.sort(key=_lab_order)
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:

@@ -5,8 +5,8 @@ ending it with exit status 0 and the terminal as it was; an unreachable Promethe
 while it retries.
 
 The short run is watched as it happens only if this directory asks for `short_run` first in the
-session (Makefile test-lab lists tests/watch before the other suites that use it); otherwise the
-test watches one more short run of its own."""
+session (tests/conftest.py orders the lab's tests so); otherwise the test watches one more short
+run of its own."""
 from __future__ import annotations
 
 import os
