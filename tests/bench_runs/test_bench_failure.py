@@ -79,11 +79,16 @@ def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_
                     f"ANSIBLE_ARGS=-e @{extra}")
     assert done.returncode != 0, tail(done.stdout)
     run_dir = new_run_dir(before)
-    line = "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
     status = read_json(run_dir / "status.json")
-    assert (status["status"], status["failed_step"], status["reason"]) == ("incomplete", "verifying the app", line), status
+    assert (status["status"], status["failed_step"]) == ("incomplete", "verifying the app"), status
+    # Two selects a request, give or take what perflab/verify.py says its correction cannot remove: a
+    # mysqld_exporter scrape in only one of a burst's two intervals, 0.25 a request at most (a CI run
+    # here read 1.91 from a burst whose idle interval had the scrape, and 2.00 from the other).
+    said = re.fullmatch(r"verify: GET /zipcodes/\{zip\} issued (?P<n>\d+\.\d\d) selects per request, "
+                        r"the contract says 1 \(apps/contract/README\.md\)", status["reason"])
+    assert said and abs(float(said["n"]) - 2.0) <= 0.25, status
     verdict = read_json(run_dir / "verify.json")
-    assert verdict["status"] == "failed" and verdict["reason"] == line, verdict
+    assert verdict["status"] == "failed" and verdict["reason"] == status["reason"], verdict
     # No load was sent: no phase ran, no tool output came back, the run window never opened.
     assert "Warm up (not measured)" not in done.stdout and "Run the phase" not in done.stdout, tail(done.stdout)
     assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]
