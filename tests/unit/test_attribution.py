@@ -145,6 +145,14 @@ def test_every_request_thread_busy_while_requests_queue_is_the_apps_request_thre
     assert "request threads 199.6 of 200 busy, 95.3 requests waiting" in found.evidence[1]
 
 
+def test_a_full_pool_sampled_between_requests_is_still_full() -> None:
+    # The lab, MVC with 200 threads at 300 req/s of 1 s requests: 177.9 of 200 busy on average.
+    sampled = with_(CALM, app_request_threads_busy_avg=177.9, app_request_threads_max=200.0, app_request_queue_avg=174.2)
+    found = attribute(run(achieved=199.7, target=300.0), sampled)
+    assert found.sentence.startswith("limited by the app's request threads (178 of 200 busy on average; "
+                                     "174.2 requests waiting for one)"), found.sentence
+
+
 def test_a_pool_with_threads_to_spare_or_no_queue_is_not_the_limit() -> None:
     roomy = with_(CALM, app_request_threads_busy_avg=300.0, app_request_threads_max=400.0, app_request_queue_avg=0.0)
     assert attribute(run(achieved=300.0, target=300.0), roomy).sentence.startswith("no tier was saturated")
