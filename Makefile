@@ -259,6 +259,10 @@ watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), 
 test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app on zipcodes, our Quarkus beside TechEmpower's, books-orders and hello-latency once, verify refusals, bad input, netem removal
 	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
 
+.PHONY: test-reproduce
+test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the lab through make reproduce (not in make test yet: four Spring runs, ~9 min): the thread cap INVALID and attributed to the request threads, the others holding the rate
+	$(BIN)/pytest -v -p no:cacheprovider tests/reproduce_lab
+
 .PHONY: test-lab
 test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab: bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, a sweep, every app on zipcodes, our Quarkus beside TechEmpower's, books-orders and hello-latency once, an SSH lab with two loadgen hosts, lab-down
 	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
