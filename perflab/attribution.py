@@ -17,8 +17,8 @@ resource AND a sign that the work waited for it:
   idle DB and an idle app mean slow round trips (network delay, locks), still the DB tier; pool
   waits with both tiers' CPUs taken by other processes are not attributed (nothing tells which);
 - app: its own CPU saturated against its allotted cores, or many threads BLOCKED on monitors,
-  with no wait on the DB; or its request threads (a bounded pool: Tomcat's workers) all busy on
-  average while requests wait for one (report 2: a blocking server caps near threads / latency);
+  with no wait on the DB; or its request threads (a bounded pool: Tomcat's workers) full, with a
+  backlog of requests waiting for one (report 2: a blocking server caps near threads / latency);
 - loadgen: its own CPU over the audit's 80% (its own processes' figures, not its shared CPUs'),
   or more of the offered requests dropped than the audit tolerates (max_dropped_share, 0.1%;
   only results of the retired k6 report drops) while no tier downstream was saturated or queued
@@ -80,17 +80,21 @@ THRESHOLDS = AttributionThresholds(
         "lock contention inside the app (report 4: pinned virtual threads).",
     ),
     request_threads_busy=Threshold(
-        0.80,
-        "An app's bounded pool of request threads busy 80% of its size or more on average, with "
-        "requests waiting for a thread, is full: a blocking server serves at most threads / latency "
-        "requests a second (report 2: 200 Tomcat threads / 0.1 s = 2,000 req/s). Not 100%: a thread "
-        "between two requests is idle for an instant, so the sampled count averages below the pool's "
-        "size even when it is full (the lab: 178 of 200 busy on average with 174 requests waiting).",
+        0.50,
+        "An app's bounded pool of request threads is full when requests wait for a thread (Tomcat's "
+        "executor queues a task only once every thread is taken) while it was busy half its size or "
+        "more on average: a blocking server serves at most threads / latency requests a second "
+        "(report 2: 200 Tomcat threads / 0.1 s = 2,000 req/s). The average is not the pool's size: a "
+        "thread between two requests is idle for an instant and a scrape samples one moment (the lab, "
+        "200 threads full: 178 of 200 busy on average over 30 s, 160 over 10 s, with 130 to 175 "
+        "requests waiting).",
     ),
     request_queue=Threshold(
-        1.0,
-        "Requests waiting for a request thread, one or more on average: the pool is not merely busy, "
-        "work queues in front of it.",
+        0.10,
+        "Requests waiting for a request thread, a tenth of the pool's size or more on average: a "
+        "backlog, not the moment a task waits while the pool starts a thread (the lab: 400 Tomcat "
+        "threads at 300 req/s of 1 s requests queued 0.4 to 0.6 on average and kept up; 200 threads, "
+        "full, queued 132 to 174).",
     ),
     loadgen_cpu=Threshold(
         AUDIT_THRESHOLDS.max_loadgen_cpu_busy.value,
@@ -214,11 +218,12 @@ def _with_saturated(f: TierFigures, t: AttributionThresholds) -> TierFigures:
 
 
 def threads_exhausted(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> bool:
-    """The app's bounded request-thread pool all busy on average while requests waited for a thread."""
+    """The app's bounded request-thread pool full: busy half its size or more on average, with a
+    backlog of requests waiting for a thread (THRESHOLDS' reasons say why not 100% and not 1)."""
     if f.request_threads_busy_avg is None or not f.request_threads_max or f.request_queue_avg is None:
         return False
     return (f.request_threads_busy_avg / f.request_threads_max >= t.request_threads_busy.value
-            and f.request_queue_avg >= t.request_queue.value)
+            and f.request_queue_avg >= t.request_queue.value * f.request_threads_max)
 
 
 def _request_threads_text(f: TierFigures) -> str:
