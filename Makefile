@@ -7,8 +7,9 @@ VENV := .venv
 VENV_STAMP := $(VENV)/.installed
 BIN := $(CURDIR)/$(VENV)/bin
 INVENTORY ?= inventory/local
-# Where benchmark results go (and where report/compare read them): results/ by default.
-RESULTS ?= results
+# Where benchmark results go (and where report/compare read them): RESULTS=, else the environment's
+# PERFLAB_RESULTS_DIR (the perflab commands' own), else results/.
+RESULTS ?= $(or $(PERFLAB_RESULTS_DIR),results)
 export PERFLAB_RESULTS_DIR := $(abspath $(RESULTS))
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
