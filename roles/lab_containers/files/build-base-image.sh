@@ -24,6 +24,14 @@ if docker image inspect "$image" >/dev/null 2>&1; then
   echo "$image"
   exit 0
 fi
+# One build at a time on this machine (two labs coming up at once, e.g. the tests' local and SSH
+# labs): the second waits for the first, then finds the image built.
+exec 9>"/var/tmp/perflab-base-image.lock"
+flock 9
+if docker image inspect "$image" >/dev/null 2>&1; then
+  echo "$image"
+  exit 0
+fi
 
 rootfs=$(mktemp -d /var/tmp/perflab-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
