@@ -8,13 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from labkit import INVENTORY, REUSE_LAB, SHORT_RUN, make, new_run_dir, read_json, run_dirs, tail
+import sshlab
+from labkit import INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, make, new_run_dir, read_json, run_dirs, tail
 
 
 @pytest.fixture(scope="session")
 def lab() -> Iterator[str]:
     """`make lab-up` from nothing (any previous lab removed first), once per session; yields its
-    output and removes the lab at the end. PERFLAB_TEST_REUSE_LAB=1 keeps the lab as it is."""
+    output and removes the lab at the end. PERFLAB_TEST_REUSE_LAB=1 keeps the lab as it is. With
+    PERFLAB_TEST_LAB=ssh, on five fresh SSH machines (tests/sshlab.py), removed at the end."""
+    if SSH_LAB:
+        with sshlab.machines(ROOT / INVENTORY):
+            up = make("lab-up")
+            assert up.returncode == 0, "make lab-up on the SSH machines failed:\n" + tail(up.stdout, 120)
+            yield up.stdout
+        return
     if not REUSE_LAB:
         down = make("lab-down")
         assert down.returncode == 0, tail(down.stdout)
@@ -39,10 +47,11 @@ def short_run(lab: str) -> Path:
 # The order of the lab's tests, whatever the command line's: first those that read the lab as
 # lab-up leaves it (the database at its seed, before any run writes to it), then make watch, which
 # watches the shared short run as it happens (the first test to ask for it starts it: otherwise
-# watch would run one more of its own), then the rest; the lifecycle tests end with lab-down.
+# watch would run one more of its own), then the rest; the lifecycle tests end with lab-down (on the
+# SSH lab, its own lab-down test).
 FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py")
 THEN = ("tests/watch/",)
-LAST = ("tests/lab/test_lab_lifecycle.py",)
+LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 
 
 def _lab_order(item: pytest.Item) -> int:

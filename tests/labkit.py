@@ -1,4 +1,5 @@
-"""What every lab-level test shares: which lab (PERFLAB_TEST_INVENTORY, default inventory/local),
+"""What every lab-level test shares: which lab (PERFLAB_TEST_INVENTORY, default inventory/local, or
+the SSH lab with PERFLAB_TEST_LAB=ssh),
 where its results go (PERFLAB_RESULTS_DIR, default results/), and `make` on it."""
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-INVENTORY = os.environ.get("PERFLAB_TEST_INVENTORY", "inventory/local")
+# PERFLAB_TEST_LAB=ssh: the session's lab is five fresh machines reached over SSH (tests/sshlab.py),
+# their inventory written at INVENTORY (default build/ssh-test-lab); `make test-lab` runs some of the
+# lab's tests there, beside the others on the local lab.
+SSH_LAB = os.environ.get("PERFLAB_TEST_LAB") == "ssh"
+INVENTORY = os.environ.get("PERFLAB_TEST_INVENTORY") or ("build/ssh-test-lab" if SSH_LAB else "inventory/local")
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
 # PERFLAB_TEST_REUSE_LAB=1: take the lab as it is (a warm lab-up), leave it up afterwards.
 REUSE_LAB = os.environ.get("PERFLAB_TEST_REUSE_LAB") == "1"
@@ -97,3 +102,35 @@ def in_measured_phase(action: Callable[[], None], after_s: float) -> Iterator[li
     finally:
         done.set()
         thread.join(timeout=60)
+
+
+def report_2_reproduced(inventory: str = INVENTORY, *variables: str) -> dict[str, Any]:
+    """`make reproduce REPORT=2` on INVENTORY's lab (perflab/reproduce.py: /hello/1000 at 300 req/s),
+    shortened: Spring MVC on 200 Tomcat threads caps near threads / latency (200 req/s), its run
+    INVALID and attributed to the app's request threads, not to the load generator; 400 threads,
+    MVC on virtual threads and WebFlux at the same rate VALID or WARN, holding the rate, never
+    attributed to request threads; the table prints the report's figures beside the lab's with
+    every relation reproduced. Returns reproduction.json."""
+    done = make("reproduce", f"INVENTORY={inventory}", "REPORT=2", "DURATION=10s", "WARMUP=5s", *variables,
+                timeout=2400)
+    assert done.returncode == 0, tail(done.stdout, 80)
+    written = re.search(r"-> (\S+/reproduction\.json)$", done.stdout, re.MULTILINE)
+    assert written, tail(done.stdout, 40)
+    document: dict[str, Any] = read_json(Path(written[1]))
+    runs = {key: RESULTS / run["run"] for key, run in document["runs"].items()}
+    assert set(runs) == {"mvc200", "mvc400", "virtual", "webflux"}, document["runs"]
+
+    capped = read_json(runs["mvc200"] / "attribution.json")
+    assert read_json(runs["mvc200"] / "audit.json")["status"] == "INVALID"
+    assert capped["limiting_tier"] == "app" and "the app's request threads (" in capped["sentence"], capped
+    assert "load generator" not in capped["sentence"], capped
+    assert 170 <= read_json(runs["mvc200"] / "result.json")["achieved_rate"] <= 220
+    for key in ("mvc400", "virtual", "webflux"):
+        assert read_json(runs[key] / "audit.json")["status"] in ("VALID", "WARN"), key
+        assert "request threads" not in read_json(runs[key] / "attribution.json")["sentence"], key
+        assert read_json(runs[key] / "result.json")["achieved_rate"] >= 0.95 * 300, key
+
+    assert [relation["status"] for relation in document["relations"]] == ["reproduced"] * 5, document["relations"]
+    assert "report: Spring MVC, 200 threads" in done.stdout and "lab: Spring MVC, 200 Tomcat threads" in done.stdout
+    assert done.stdout.count("[reproduced]") == 5, tail(done.stdout, 40)
+    return document

@@ -3,11 +3,11 @@ from CI's mirror) is verified against the scenario's contract first (verify.json
 with zero errors and a parsed result. zipcodes, the DB read scenario, runs with every app of the
 project: Quarkus in the session's short run (tests/conftest.py), the others through `make compare`
 (its table checked on the way: one row per app, each naming its run, complete, with the achieved
-rate); plaintext-json runs our Quarkus beside TechEmpower's own
-(a foreign app built from their checkout); books-orders (the write transaction) runs once, and
-hello-latency twice as one REPEAT=2 group, on the apps the other runs do not time. Every app's answers to every scenario are
-the contract suite's subject (tests/contract), their wrk2 scripts run under luajit (tests/unit);
-here, each run is the lab's, whole. vegeta's runs: tests/ssh_lab, with two loadgen hosts."""
+rate); plaintext-json runs our Quarkus beside TechEmpower's own (a foreign app built from their
+checkout); books-orders (the write transaction) runs twice as one REPEAT=2 group; hello-latency
+runs in field report 2's experiment, on the SSH lab (tests/ssh_lab), as do vegeta's runs. Every
+app's answers to every scenario are the contract suite's subject (tests/contract), their wrk2
+scripts run under luajit (tests/unit); here, each run is the lab's, whole."""
 from __future__ import annotations
 
 import os
@@ -109,40 +109,31 @@ def test_plaintext_json_runs_our_quarkus_beside_techempowers_own() -> None:
     assert all(count == 0 for count in changed_counts(again.stdout).values()), tail(again.stdout, 120)
 
 
-def test_books_orders_completes_a_short_run_without_errors() -> None:
+def test_books_orders_runs_twice_on_fresh_jvms_and_the_report_gives_the_median() -> None:
+    """The write transaction, twice as one group (make bench REPEAT=2): two complete runs without an
+    error, each on a JVM of its own; compare's summary and the report's row are the median of the two
+    with their range."""
     before = run_dirs()
     done = run_make("bench", "APP=spring-webflux", "SCENARIO=books-orders", f"RATE={RATE}", f"DURATION={DURATION}",
-                    f"WARMUP={WARMUP}")
-    assert done.returncode == 0, tail(done.stdout, 80)
-    created = sorted(run_dirs() - before)
-    assert len(created) == 1, created
-    assert_complete_without_errors("spring-webflux", "books-orders", created[0])
-
-
-def test_repeat_runs_hello_latency_twice_on_fresh_jvms_and_the_report_gives_the_median() -> None:
-    """make bench REPEAT=2: two complete runs of one repetition group, each on a JVM of its own;
-    compare's summary and the report's row are the median of the two with their range."""
-    before = run_dirs()
-    done = run_make("bench", "APP=spring-mvc", "SCENARIO=hello-latency", f"RATE={RATE}", f"DURATION={DURATION}",
                     f"WARMUP={WARMUP}", "REPEAT=2")
     assert done.returncode == 0, tail(done.stdout, 80)
     created = sorted(run_dirs() - before)
     assert len(created) == 2, created
     repetitions = []
     for name in created:
-        assert_complete_without_errors("spring-mvc", "hello-latency", name)
+        assert_complete_without_errors("spring-webflux", "books-orders", name)
         result = read_json(RESULTS / name / "result.json")
         repetitions.append((result["repetition"], result["app"]["start_to_first_request_ms"]))
     (first, _), (second, _) = repetitions
-    assert first["group"] == second["group"] and first["group"].endswith("-hello-latency"), repetitions
+    assert first["group"] == second["group"] and first["group"].endswith("-books-orders"), repetitions
     assert [(r["index"], r["of"]) for r, _ in repetitions] == [(1, 2), (2, 2)]
-    summary = re.search(r"^  spring-mvc \((\d) runs?\): achieved/s (\S+) \[(\S+)-(\S+)\], p99 ms", done.stdout, re.MULTILINE)
+    summary = re.search(r"^  spring-webflux \((\d) runs?\): achieved/s (\S+) \[(\S+)-(\S+)\], p99 ms", done.stdout, re.MULTILINE)
     assert summary and summary[1] == "2", tail(done.stdout, 20)
     achieved = sorted(read_json(RESULTS / name / "result.json")["achieved_rate"] for name in created)
     assert (float(summary[3]), float(summary[4])) == pytest.approx(tuple(achieved), abs=0.51), (summary[0], achieved)
     page = run_make("report", "RESULTS=" + str(RESULTS))
     assert page.returncode in (0, 3), tail(page.stdout, 20)
     html = (RESULTS / "report.html").read_text(encoding="utf-8")
-    section = html[html.index(f"<h3>hello-latency at {RATE} req/s, wrk2, profile default</h3>"):]
+    section = html[html.index(f"<h3>books-orders at {RATE} req/s, wrk2, profile default</h3>"):]
     section = section[:section.index("</section>")]
-    assert "spring-mvc (200 threads)<span class=\"ratio\">median of 2 runs</span>" in section, section[-2000:]
+    assert "spring-webflux<span class=\"ratio\">median of 2 runs</span>" in section, section[-2000:]

@@ -1,158 +1,41 @@
-"""A lab on SSH hosts, as inventory/example describes one: `make lab-up`, `make lab-status`, two
-`make bench` runs and `make lab-down` with an inventory of five machines reached over SSH as a
-sudo user, two of them loadgen hosts that send one run together.
-
-The "machines" are five more systemd containers from the lab's base image with sshd and sudo
-added (built once as perflab-sshhost:<base tag>), on their own docker network; the inventory is
-a copy of inventory/example with their addresses filled in, so every play runs as on cloud VMs:
-SSH with pipelining, user `debian`, `become` through sudo, no docker anywhere in the plays. The
-controller itself has no sudo here: a task that asked for privileges on the controller fails.
-The app gets the jlink image of the controller's JDK (app_jdk_source: jlink; real hosts may use
-a JDK tarball instead, which this machine cannot download).
+"""The SSH lab (tests/sshlab.py: five machines reached over SSH as a sudo user, as inventory/example
+describes a lab, two of them loadgen hosts), the session's lab with PERFLAB_TEST_LAB=ssh: `make
+lab-up` from nothing (tests/conftest.py: `lab`), every host scraped, a second lab-up that changes
+nothing, `make lab-status`, two `make bench` runs that both loadgen hosts send together and field
+report 2 (`make reproduce REPORT=2`); `make lab-down` last (test_ssh_lab_down.py). `make test-lab`
+runs it beside the local lab's tests.
 
 Two loadgen hosts send one run: each its share of the rate from one agreed instant; the merged
 result counts exactly what the hosts sent, and the verdict and the attribution read both hosts;
 with wrk2 (each host's percentile table, merged into one histogram) and with vegeta (raw results,
 merged exactly). The machines share this machine's two cores, unpinned: the rate is one they
-sustain, after a warm-up.
-
-Everything this test creates (containers, network, image is kept, secrets/<inventory>) goes away
-at the end."""
+sustain, after a warm-up."""
 from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import re
-import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from labkit import ROOT, make, new_run_dir, read_json, run_dirs, tail
+from labkit import INVENTORY, ROOT, SSH_LAB, make, new_run_dir, read_json, report_2_reproduced, run_dirs, tail
+from sshlab import HOSTS, host_addresses
 
-# Inventory host -> its tier.
-HOSTS = {"loadgen1": "loadgen", "loadgen2": "loadgen", "db1": "db", "app1": "app", "monitoring1": "monitoring"}
+pytestmark = pytest.mark.skipif(not SSH_LAB, reason="the SSH lab's tests run with PERFLAB_TEST_LAB=ssh (make test-lab)")
+
 LOADGENS = tuple(host for host, tier in HOSTS.items() if tier == "loadgen")
 RATE, DURATION, WARMUP = 50, "10s", "5s"
-NETWORK = "perflab-ssh"
-INVENTORY_NAME = "ssh-test-lab"
-SSH_USER = "debian"
-# The same systemd container flags as roles/lab_containers (systemd as PID 1, cgroups).
-SYSTEMD_FLAGS = ["--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
-                 "--security-opt", "apparmor=unconfined", "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-                 "--tmpfs", "/run", "--tmpfs", "/run/lock", "--stop-signal", "SIGRTMIN+3"]
-LAB_UNITS = ("prometheus-node-exporter", "prometheus-process-exporter", "mariadb", "prometheus-mysqld-exporter",
-             "prometheus")
-
-
-def docker(*args: str, check: bool = True, timeout: float = 600) -> str:
-    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
-    if check and done.returncode != 0:
-        raise AssertionError(f"docker {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
-def base_image() -> str:
-    """The lab's base image, from the recipe roles/lab_containers uses (built only if missing)."""
-    defaults = yaml.safe_load((ROOT / "roles/lab_containers/defaults/main.yml").read_text())
-    built = subprocess.run(
-        [str(ROOT / "roles/lab_containers/files/build-base-image.sh"), defaults["lab_containers_image_repository"],
-         defaults["lab_containers_mirror"], ",".join(defaults["lab_containers_packages"])],
-        capture_output=True, text=True, timeout=1800, check=False)
-    assert built.returncode == 0, built.stderr[-3000:]
-    return built.stdout.strip().splitlines()[-1]
-
-
-def ssh_host_image() -> str:
-    """perflab-sshhost:<base tag>: the base image plus sshd and sudo, built once per base image."""
-    base = base_image()
-    image = f"perflab-sshhost:{base.split(':', 1)[1]}"
-    if docker("images", "-q", image).strip():
-        return image
-    builder = "perflab-sshhost-build"
-    docker("rm", "-f", builder, check=False)
-    docker("run", "--name", builder, base, "sh", "-c",
-           "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
-           "openssh-server sudo >/dev/null && apt-get clean", timeout=900)
-    docker("commit", builder, image)
-    docker("rm", "-f", builder)
-    return image
-
-
-def remove_hosts() -> None:
-    names = [f"perflab-ssh-{host}" for host in HOSTS]
-    subprocess.run(["docker", "rm", "-f", *names], capture_output=True, timeout=300, check=False)
-    subprocess.run(["docker", "network", "rm", NETWORK], capture_output=True, timeout=120, check=False)
-
-
-def start_host(image: str, host: str, public_key: str) -> str:
-    """One SSH machine: systemd, sshd, a sudo user with our key; returns its address."""
-    name = f"perflab-ssh-{host}"
-    docker("run", "-d", "--name", name, "--hostname", name, "--network", NETWORK, *SYSTEMD_FLAGS, image,
-           "/lib/systemd/systemd")
-    docker("exec", name, "sh", "-c",
-           # systemd's bus appears a moment after the container starts.
-           "for i in $(seq 120); do case $(systemctl is-system-running --wait 2>/dev/null) in running|degraded) break;; esac; "
-           "sleep 1; done; "
-           f"useradd --create-home --shell /bin/bash {SSH_USER} && "
-           f"install -d -m 700 -o {SSH_USER} -g {SSH_USER} /home/{SSH_USER}/.ssh && "
-           f"echo '{public_key}' > /home/{SSH_USER}/.ssh/authorized_keys && "
-           f"chown {SSH_USER}: /home/{SSH_USER}/.ssh/authorized_keys && "
-           f"echo '{SSH_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{SSH_USER} && chmod 440 /etc/sudoers.d/{SSH_USER} && "
-           "systemctl start ssh")
-    address = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name).strip()
-    assert address, f"{name} has no address"
-    return address
-
-
-def write_inventory(directory: Path, addresses: dict[str, str], key: Path) -> None:
-    """inventory/example with the hosts filled in, as its comments ask an operator to do."""
-    shutil.copytree(ROOT / "inventory" / "example" / "group_vars", directory / "group_vars")
-    groups: dict[str, dict[str, Any]] = {}
-    for host, address in addresses.items():
-        groups.setdefault(HOSTS[host], {"hosts": {}})["hosts"][host] = {"ansible_host": address, "lab_address": address}
-    (directory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"lab": {"children": groups}}}}))
-    (directory / "group_vars" / "lab" / "ssh.yml").write_text(yaml.safe_dump({
-        "ansible_ssh_private_key_file": str(key),
-        # Fresh machines with throwaway host keys.
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-    }))
-    lab_settings = directory / "group_vars" / "all" / "lab.yml"
-    lab_settings.write_text(lab_settings.read_text()
-                            + f"\nlab_prometheus_url: \"http://{addresses['monitoring1']}:9090\"\n")
-    # No JDK tarball can be downloaded here: the app host gets the jlink image of the controller's JDK.
-    (directory / "group_vars" / "app").mkdir(exist_ok=True)
-    (directory / "group_vars" / "app" / "jdk.yml").write_text(yaml.safe_dump({"app_jdk_source": "jlink"}))
 
 
 @pytest.fixture(scope="module")
-def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
-    """An SSH inventory of five fresh machines; yields (INVENTORY, host -> address)."""
-    work = tmp_path_factory.mktemp("ssh-lab")
-    key = work / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=60)
-    public_key = (work / "id_ed25519.pub").read_text().strip()
-    image = ssh_host_image()
-    remove_hosts()
-    docker("network", "create", NETWORK)
-    secrets = ROOT / "secrets" / INVENTORY_NAME
-    try:
-        with ThreadPoolExecutor(len(HOSTS)) as pool:
-            addresses = dict(zip(HOSTS, pool.map(lambda host: start_host(image, host, public_key), HOSTS)))
-        inventory = work / INVENTORY_NAME
-        inventory.mkdir()
-        write_inventory(inventory, addresses, key)
-        yield str(inventory), addresses
-    finally:
-        remove_hosts()
-        shutil.rmtree(secrets, ignore_errors=True)
+def addresses(lab: str) -> dict[str, str]:
+    """Inventory host -> address of the session's SSH lab, once it is up."""
+    assert "TASK [lab_containers :" not in lab, "an SSH lab must not touch containers"
+    return host_addresses(ROOT / INVENTORY)
 
 
 def targets_up(address: str, expected: list[tuple[str, str]], timeout_s: float = 90) -> list[dict[str, Any]]:
@@ -166,12 +49,6 @@ def targets_up(address: str, expected: list[tuple[str, str]], timeout_s: float =
             return targets
         time.sleep(2)
     raise AssertionError(f"Prometheus targets (job, host, health) after {timeout_s:.0f} s: {seen}")
-
-
-def unit_states(host: str) -> dict[str, str]:
-    name = f"perflab-ssh-{host}"
-    states = docker("exec", name, "systemctl", "is-active", *LAB_UNITS, check=False).split()
-    return dict(zip(LAB_UNITS, states))
 
 
 def sent(path: Path) -> int:
@@ -241,12 +118,8 @@ def two_loadgen_hosts_send_one_vegeta_run_merged_exactly(inventory: str, prometh
     assert result["requests"] == sum(per_host.values()), (result["requests"], per_host)
 
 
-def test_lab_up_status_two_loadgen_runs_and_down_over_ssh(ssh_lab: tuple[str, dict[str, str]]) -> None:
-    inventory, addresses = ssh_lab
-    up = make("lab-up", f"INVENTORY={inventory}")
-    assert up.returncode == 0, "make lab-up on SSH hosts failed:\n" + tail(up.stdout, 120)
-    assert "TASK [lab_containers :" not in up.stdout, "an SSH lab must not touch containers"
-
+def test_lab_up_scrapes_every_host_and_again_changes_nothing_over_ssh(addresses: dict[str, str]) -> None:
+    inventory = INVENTORY
     expected = sorted([("node", host) for host in HOSTS] + [("process", host) for host in HOSTS]
                       + [("mysqld", "db1"), ("prometheus", "monitoring1")])
     targets = targets_up(addresses["monitoring1"], expected)
@@ -263,15 +136,18 @@ def test_lab_up_status_two_loadgen_runs_and_down_over_ssh(ssh_lab: tuple[str, di
     for host, tier in HOSTS.items():
         assert host in status.stdout and tier in status.stdout, tail(status.stdout)
 
-    two_loadgen_hosts_send_one_wrk2_run_merged_from_their_tables(inventory)
-    two_loadgen_hosts_send_one_vegeta_run_merged_exactly(inventory, addresses["monitoring1"])
 
-    down = make("lab-down", f"INVENTORY={inventory}")
-    assert down.returncode == 0, "make lab-down on SSH hosts failed:\n" + tail(down.stdout, 80)
-    for host in HOSTS:
-        states = unit_states(host)
-        assert all(state != "active" for state in states.values()), (host, states)
-    # The machines stay: lab-down on SSH hosts stops services, it removes nothing.
-    running = docker("ps", "--filter", f"network={NETWORK}", "--format", "{{.Names}}").split()
-    assert sorted(running) == sorted(f"perflab-ssh-{host}" for host in HOSTS), running
-    assert (ROOT / "secrets" / INVENTORY_NAME / "ca.crt").is_file(), "lab-down must keep the generated secrets"
+def test_two_loadgen_hosts_send_one_wrk2_run_merged_from_their_tables(addresses: dict[str, str]) -> None:
+    two_loadgen_hosts_send_one_wrk2_run_merged_from_their_tables(INVENTORY)
+
+
+def test_two_loadgen_hosts_send_one_vegeta_run_merged_exactly(addresses: dict[str, str]) -> None:
+    two_loadgen_hosts_send_one_vegeta_run_merged_exactly(INVENTORY, addresses["monitoring1"])
+
+
+def test_report_2_is_reproduced_with_two_loadgen_hosts(addresses: dict[str, str]) -> None:
+    """Field report 2's thread cap (labkit.report_2_reproduced), here rather than on the local lab: the
+    SSH lab's tests run beside the local lab's (Makefile: test-lab), so its four Spring runs add
+    nothing to the suite's time. The cap is the physics of 200 threads and 1 s answers, not of CPU:
+    the unpinned machines sharing the two cores change nothing in it."""
+    report_2_reproduced(INVENTORY)
