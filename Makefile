@@ -202,12 +202,12 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app claiming it (
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(call compare_apps,$(APPS))
 
-# `make reproduce REPORT=2|3|all`: a field report's experiment on the lab (perflab/reproduce.py), each
+# `make reproduce REPORT=2|3|4|all`: a field report's experiment on the lab (perflab/reproduce.py), each
 # arm a bench run; RATE=, DURATION=, WARMUP= replace the experiment's own.
 REPORT ?=
 
 .PHONY: reproduce
-reproduce: $(VENV_STAMP) ## Run field report REPORT=2|3|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced or not
+reproduce: $(VENV_STAMP) ## Run field report REPORT=2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab reproduce --report '$(REPORT)' --inventory "$(INVENTORY)" --rate '$(RATE)' --duration '$(DURATION)' \

@@ -1181,7 +1181,7 @@ h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } 
 table { border-collapse: collapse; margin: .5em 0; } caption { text-align: left; color: #555; font-size: .9em; } th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
 td { vertical-align: top; } .runs td:nth-child(n+5) { text-align: right; }
 .verdict.VALID { background: #d9f2d9; } .verdict.WARN { background: #fff0c2; } .verdict.INVALID { background: #f8d0d0; }
-.relation.reproduced strong { color: #1b6e1b; } .relation.not-reproduced strong { color: #a11; } .relation.not-judged strong { color: #666; }
+.relation.reproduced strong { color: #1b6e1b; } .relation.not-reproduced strong { color: #a11; } .relation.not-judged strong { color: #666; } .relation.not-runnable-here strong { color: #666; }
 .verdict.NOT_EVALUATED { color: #777; } .problem { color: #a00000; } .not-recorded { color: #777; font-style: italic; }
 .source { display: block; color: #777; font-size: .8em; } .ratio { display: block; color: #555; font-size: .8em; }
 .range { display: block; color: #333; font-size: .8em; }

@@ -1,12 +1,13 @@
 """Run a field report's experiment on this lab and print the report's table beside the lab's.
 
-perflab reproduce (make reproduce REPORT=2|3|all): the experiment of one of the four field reports
+perflab reproduce (make reproduce REPORT=2|3|4|all): the experiment of one of the four field reports
 the lab is built on (docs/ARCHITECTURE.md) in the form this lab and its hosts allow, as
 normal bench runs under results/<run-id>/, then:
 - the report's own figures (theirs, from their hardware) beside the lab's runs (achieved rate,
   corrected p50/p99, verdict, what the app spent, the attribution);
-- each relation the report found, marked `reproduced`, `not reproduced` or `not judged` (a run
-  missing, incomplete, or without the figure), with the figures it was decided on;
+- each relation the report found, marked `reproduced`, `not reproduced`, `not judged` (a run
+  missing, incomplete, or without the figure) or `not runnable here` (an arm this lab's hosts
+  refuse), with the figures it was decided on;
 - results/<id>-reproduce-<report>/reproduction.json: the same, for the report page.
 
 Report 2 (Spring MVC vs WebFlux under blocking latency): /hello/{latency} with a 1 s delay at
@@ -18,8 +19,13 @@ worker thread, at one rate below saturation (the lab's single loadgen core canno
 Quarkus' maximum): what each costs per request, its memory and its start. With the report's
 constraints (PROFILE=io-vs-worker: 4 CPUs, 256 MB, -Xmx128m) where the app host has 4 CPUs;
 elsewhere the lab says so and runs on the default profile.
-Reports 1 and 4 are not built yet (the five steps of report 1 are the judge's unit and lab
-tests; report 4 needs netem on the DB host): REPORT=1 or 4 says so.
+Report 4 (virtual vs platform threads, Spring MVC, DB-heavy): books-orders on the report's one
+CPU and 2 GB (PROFILE=virtual-threads-db) at one rate, then with the DB 100 ms away (netem on the
+DB host, DB_DELAY_MS) at a rate below what the DB pool carries with that delay; where the DB host
+has no netem the bench refuses the delay and those arms and their relation are `not runnable
+here`, the rest still runs.
+Report 1 is not built as an experiment (its five steps are the judge's own unit and lab tests):
+REPORT=1 says so.
 
 Exit status: 0 every run completed (whatever the relations: a relation not reproduced is a
 finding, not a failure), 1 a run did not complete, 2 bad input.
@@ -43,6 +49,7 @@ from perflab.sweep import ROOT, run_bench
 
 EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 REPRODUCED, NOT_REPRODUCED, NOT_JUDGED = "reproduced", "not reproduced", "not judged"
+NOT_RUNNABLE = "not runnable here"  # an arm this lab's hosts refuse (the DB delay without netem)
 FILE_NAME = "reproduction.json"
 
 
@@ -54,6 +61,11 @@ class Arm:
     label: str
     app: str
     variants: str = ""
+    rate: int | None = None  # the arm's own rate (None: the experiment's, or RATE=)
+    db_delay_ms: int = 0  # netem's delay on the DB host's packets (DB_DELAY_MS)
+
+    def offered(self, settings: "Settings") -> int:
+        return self.rate or settings.rate
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,8 @@ def _judged(row: Row | None) -> bool:
 def _missing(rows: dict[str, Row], *keys: str) -> str | None:
     """Why the relation over KEYS cannot be judged, or None."""
     for key in keys:
+        if (row := rows.get(key)) is not None and row.state.startswith(NOT_RUNNABLE):
+            return f"{key}: {row.state}"
         if not _judged(rows.get(key)):
             row = rows.get(key)
             return f"{key}: {row.state if row else 'not run'}"
@@ -251,9 +265,81 @@ REPORT_3 = Experiment(
                  "memory limits not applied (the ratios of CPU per request still compare; RSS is the JVM's own sizing)",
 )
 
-EXPERIMENTS = {2: REPORT_2, 3: REPORT_3}
-NOT_BUILT = {1: "report 1's five steps are checked by the judge's own tests (tests/judge_lab, tests/unit/test_audit.py)",
-             4: "report 4's DB delay needs netem on the DB host, and its experiment is not built yet"}
+
+# -- report 4: virtual threads against platform threads on DB-heavy work ---------------------------
+
+def _status_of(why: str) -> str:
+    """The status of a relation that cannot be judged: not runnable here, or not judged."""
+    return NOT_RUNNABLE if NOT_RUNNABLE in why else NOT_JUDGED
+
+
+def _held(row: Row, rate: int) -> bool:
+    return (achieved(row) or 0.0) >= 0.95 * rate and verdict(row) in ("VALID", "WARN")
+
+
+def _shown(row: Row, rate: int) -> str:
+    return f"{achieved(row) or 0.0:.1f} of {rate} req/s, {verdict(row)}"
+
+
+def _virtual_holds_as_platform(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "platform", "virtual"):
+        return _status_of(why), why
+    platform, virtual = rows["platform"], rows["virtual"]
+    text = f"platform {_shown(platform, s.rate)}; virtual {_shown(virtual, s.rate)}"
+    if not _held(platform, s.rate):
+        return NOT_JUDGED, text + "; platform threads did not hold the rate either: a lower RATE compares them"
+    return (REPRODUCED if _held(virtual, s.rate) else NOT_REPRODUCED), text
+
+
+def _virtual_costs_no_more(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "platform", "virtual"):
+        return _status_of(why), why
+    platform, virtual = (audit_figure(rows[key], "app_cpu_s_per_1000_requests") for key in ("platform", "virtual"))
+    if platform is None or virtual is None:
+        return NOT_JUDGED, f"app CPU per request not stated for {'platform' if platform is None else 'virtual'} threads"
+    text = f"virtual {virtual:.3f}, platform {platform:.3f} app CPU-s per 1,000 requests ({virtual / platform:.1%})"
+    return (REPRODUCED if virtual <= platform * (1 + DISTINGUISHABLE) else NOT_REPRODUCED), text
+
+
+def _delay_sinks_virtual(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "platform-delayed", "virtual-delayed"):
+        return _status_of(why), why
+    rate = REPORT_4_DELAYED_RATE
+    platform, virtual = rows["platform-delayed"], rows["virtual-delayed"]
+    text = f"platform {_shown(platform, rate)}; virtual {_shown(virtual, rate)}"
+    fell = (achieved(virtual) or 0.0) < (1 - DISTINGUISHABLE) * (achieved(platform) or 0.0)
+    return (REPRODUCED if fell else NOT_REPRODUCED), text
+
+
+# The delayed arms' rate: below what the app's 16 DB connections carry when each request's two to
+# three statements wait 100 ms each (16 / 0.3 s ~ 50 req/s), so the DB pool does not cap both arms
+# alike: what is left to differ is the threads.
+REPORT_4_DELAYED_RATE = 20
+REPORT_4_DELAY_MS = 100
+
+REPORT_4 = Experiment(
+    report=4, title="Spring Boot on virtual threads vs platform threads, DB-heavy", scenario="books-orders",
+    settings=Settings(rate=200, duration="30s", warmup="15s", profile="virtual-threads-db"),
+    arms=(Arm("platform", "Spring MVC, 200 platform threads", "spring-mvc", "threads=platform max_threads=200"),
+          Arm("virtual", "Spring MVC, virtual threads", "spring-mvc", "threads=virtual"),
+          Arm("platform-delayed", f"Spring MVC, 200 platform threads, DB {REPORT_4_DELAY_MS} ms away", "spring-mvc",
+              "threads=platform max_threads=200", rate=REPORT_4_DELAYED_RATE, db_delay_ms=REPORT_4_DELAY_MS),
+          Arm("virtual-delayed", f"Spring MVC, virtual threads, DB {REPORT_4_DELAY_MS} ms away", "spring-mvc",
+              "threads=virtual", rate=REPORT_4_DELAYED_RATE, db_delay_ms=REPORT_4_DELAY_MS)),
+    theirs=(("virtual threads", "11,246 / 11,123 / 9,445 / 9,386 req/s at 50 / 100 / 500 / 1,000 users"),
+            ("platform threads", "9,374 / 9,181 / 9,243 / 8,149 req/s"),
+            ("DB 100 ms away", "virtual 299 / 355 / 629 / 610, platform 716 / 746 / 975 / 1,120 req/s "
+                               "(virtual threads pinned by synchronized driver code, JDK 19 era)")),
+    relations=(Relation("without a DB delay, virtual threads hold the DB-heavy mix as platform threads do",
+                        _virtual_holds_as_platform),
+               Relation("without a DB delay, virtual threads cost no more app CPU per request (the report: 1.0-1.2x "
+                        "the platform threads' throughput)", _virtual_costs_no_more),
+               Relation(f"with the DB {REPORT_4_DELAY_MS} ms away, virtual threads fall below platform threads (the "
+                        "report's pinning; JDK 24+ no longer pins a virtual thread on a monitor)", _delay_sinks_virtual)),
+)
+
+EXPERIMENTS = {2: REPORT_2, 3: REPORT_3, 4: REPORT_4}
+NOT_BUILT = {1: "report 1's five steps are checked by the judge's own tests (tests/judge_lab, tests/unit/test_audit.py)"}
 
 
 # -- reproduction.json: written here, read by the report ------------------------------------------
@@ -311,8 +397,10 @@ def read(directory: Path) -> Reproduction:
 def bench_options(experiment: Experiment, arm: Arm, settings: Settings) -> list[str]:
     """playbooks/bench.yml's options for one arm (what `make bench` would pass)."""
     options = ["-e", f"app_name={arm.app}", "-e", json.dumps({"app_variants": arm.variants}),
-               "-e", f"loadgen_scenario={experiment.scenario}", "-e", f"loadgen_rate={settings.rate}",
+               "-e", f"loadgen_scenario={experiment.scenario}", "-e", f"loadgen_rate={arm.offered(settings)}",
                "-e", f"loadgen_duration={settings.duration}", "-e", f"loadgen_warmup={settings.warmup}"]
+    if arm.db_delay_ms:
+        options += ["-e", f"bench_db_delay_ms={arm.db_delay_ms}"]
     if settings.latency_ms is not None:
         options += ["-e", f"loadgen_latency_ms={settings.latency_ms}"]
     if settings.slo_p99_ms is not None:
@@ -331,14 +419,17 @@ def table(experiment: Experiment, rows: dict[str, Row], relations: Sequence[dict
     def cell(value: float | None, spec: str, unit: float = 1.0) -> str:
         return "-" if value is None else spec.format(value / unit)
 
-    lab = [("lab: " + arm.label, f"{cell(achieved(rows[arm.key]), '{:.1f}')} of {settings.rate} req/s, "
-            f"p50 {cell(p50(rows[arm.key]), '{:.1f}')} ms, p99 {cell(p99(rows[arm.key]), '{:.1f}')} ms, "
-            f"{verdict(rows[arm.key])}, app CPU-s/1k req "
-            f"{cell(audit_figure(rows[arm.key], 'app_cpu_s_per_1000_requests'), '{:.3f}')}, max RSS "
-            f"{cell(audit_figure(rows[arm.key], 'app_max_rss_bytes'), '{:.0f}', MIB)} MiB, start to first request "
-            f"{cell(start_ms(rows[arm.key]), '{:.0f}')} ms"
-            + (f"\n      {attribution(rows[arm.key])}" if attribution(rows[arm.key]) else ""))
-           for arm in experiment.arms]
+    def figures(arm: Arm) -> str:
+        row = rows[arm.key]
+        if row.result is None:  # no figures to show: why
+            return f"at {arm.offered(settings)} req/s: {row.state}"
+        return (f"{cell(achieved(row), '{:.1f}')} of {arm.offered(settings)} req/s, "
+                f"p50 {cell(p50(row), '{:.1f}')} ms, p99 {cell(p99(row), '{:.1f}')} ms, {verdict(row)}, app CPU-s/1k req "
+                f"{cell(audit_figure(row, 'app_cpu_s_per_1000_requests'), '{:.3f}')}, max RSS "
+                f"{cell(audit_figure(row, 'app_max_rss_bytes'), '{:.0f}', MIB)} MiB, start to first request "
+                f"{cell(start_ms(row), '{:.0f}')} ms" + (f"\n      {attribution(row)}" if attribution(row) else ""))
+
+    lab = [("lab: " + arm.label, figures(arm)) for arm in experiment.arms]
     width = max(len(label) for label, _ in [*((f"report: {t}", f) for t, f in experiment.theirs), *lab])
     lines = [f"Report {experiment.report}: {experiment.title}",
              f"  lab: {experiment.scenario} at {settings.rate} req/s"
@@ -357,11 +448,22 @@ def reproduce(experiment: Experiment, settings: Settings, results: Path, invento
               run: Callable[[Path, str, Sequence[str], str], tuple[int, Path | None]] = run_bench) -> tuple[int, str]:
     """Every arm's run, the relations judged, reproduction.json written; (exit status, the table)."""
     rows: dict[str, Row] = {}
-    note, complete = "", True
+    note, complete, delay_refused = "", True, ""
     for arm in experiment.arms:
+        if arm.db_delay_ms and delay_refused:
+            rows[arm.key] = Row(arm.label, None, "", None, {}, delay_refused)
+            continue
         print(f"perflab reproduce: report {experiment.report}, {arm.label}", flush=True)
         named = f"-{manifest.resolve(arm.app).name}-{experiment.scenario}"
         code, run_dir = run(results, inventory, [*bench_options(experiment, arm, settings), *extra], named)
+        if run_dir is None and arm.db_delay_ms and code != 0:
+            # The bench refused the delay before the run opened (no netem on the DB host: its message
+            # above): every delayed arm is not runnable on this lab, the others still are.
+            delay_refused = (f"{NOT_RUNNABLE}: the bench refused DB_DELAY_MS={arm.db_delay_ms} before the run opened "
+                             "(it needs netem on the DB host; the bench's output says why)")
+            rows[arm.key] = Row(arm.label, None, "", None, {}, delay_refused)
+            print(f"perflab reproduce: {delay_refused}", flush=True)
+            continue
         if run_dir is None and settings.profile and experiment.fallback_profile and code != 0:
             # Refused before the run opened: the profile the host cannot hold (the app role says why above).
             settings = dataclasses.replace(settings, profile=experiment.fallback_profile)

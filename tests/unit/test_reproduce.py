@@ -3,6 +3,7 @@ bench options, and the fallback when the app host cannot hold the report's profi
 themselves are the lab's (make reproduce on the local lab; figures in the session notes)."""
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from perflab import reproduce
 from perflab.compare import Row
-from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, REPORT_2, REPORT_3, REPRODUCED
+from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
 
 
 def row(tmp_path: Path, name: str, achieved: float, p50: float, status: str = "VALID", sentence: str = "",
@@ -106,6 +107,60 @@ def test_report_2_asks_for_the_delay_and_an_slo_above_it() -> None:
     options = reproduce.bench_options(REPORT_2, REPORT_2.arms[0], REPORT_2.settings)
     assert "loadgen_latency_ms=1000" in options and "loadgen_slo_p99_ms=1100" in options
     assert '{"app_variants": "threads=platform max_threads=200"}' in options
+
+
+def report_4_rows(tmp_path: Path, virtual_rate: float = 200.0, virtual_cpu: float = 0.31) -> dict[str, Row]:
+    return {"platform": row(tmp_path, "platform", 199.8, 6.0, app_cpu_s_per_1000_requests=0.30),
+            "virtual": row(tmp_path, "virtual", virtual_rate, 6.5, app_cpu_s_per_1000_requests=virtual_cpu),
+            "platform-delayed": row(tmp_path, "platform-delayed", 20.0, 420.0, "INVALID"),
+            "virtual-delayed": row(tmp_path, "virtual-delayed", 20.0, 410.0, "INVALID")}
+
+
+def test_report_4_virtual_threads_hold_the_mix_at_no_more_cost_and_unpinned_do_not_sink_under_delay(tmp_path: Path) -> None:
+    relations = reproduce.judge(REPORT_4, report_4_rows(tmp_path), REPORT_4.settings)
+    # JDK 24+ does not pin on monitors: under the delay virtual threads keep up with platform threads,
+    # which is the report's finding not reproduced, with the figures that say so.
+    assert statuses(relations) == [REPRODUCED, REPRODUCED, NOT_REPRODUCED], relations
+    assert relations[1]["figures"] == "virtual 0.310, platform 0.300 app CPU-s per 1,000 requests (103.3%)"
+    assert relations[2]["figures"] == "platform 20.0 of 20 req/s, INVALID; virtual 20.0 of 20 req/s, INVALID"
+    sunk = report_4_rows(tmp_path / "sunk", virtual_rate=150.0, virtual_cpu=0.40)
+    sunk["virtual-delayed"] = row(tmp_path / "sunk", "virtual-delayed-slow", 4.2, 9000.0, "INVALID")
+    assert statuses(reproduce.judge(REPORT_4, sunk, REPORT_4.settings)) == [NOT_REPRODUCED, NOT_REPRODUCED, REPRODUCED]
+
+
+def test_report_4_without_netem_runs_the_rest_and_says_the_delay_is_not_runnable_here(tmp_path: Path) -> None:
+    """The bench refuses DB_DELAY_MS before a run opens where the DB host has no netem (this kernel):
+    the first delayed arm is tried, the second not, and only the delay's relation is not runnable."""
+    calls: list[list[str]] = []
+
+    def run(results: Path, inventory: str, options: Sequence[str], named: str) -> tuple[int, Path | None]:
+        calls.append(list(options))
+        if any(option.startswith("bench_db_delay_ms=") for option in options):
+            return 2, None
+        run_dir = results / f"2026{len(calls):04d}{named}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "status.json").write_text('{"status": "complete"}')
+        (run_dir / "result.json").write_text(json.dumps({"achieved_rate": 199.9, "latency_corrected": {
+            "percentiles_ms": {"50": 5.0, "99": 9.0}}, "app": {"start_to_first_request_ms": 21000.0}}))
+        (run_dir / "audit.json").write_text(json.dumps({"status": "VALID", "app_cpu_s_per_1000_requests": 0.3}))
+        return 0, run_dir
+
+    code, text = reproduce.reproduce(REPORT_4, REPORT_4.settings, tmp_path, "inventory/local", [], run)
+    assert code == reproduce.EXIT_DONE, text
+    assert len(calls) == 3 and "bench_db_delay_ms=100" in calls[2] and "loadgen_rate=20" in calls[2], calls
+    assert "app_profile=virtual-threads-db" in calls[0] and "loadgen_rate=200" in calls[0]
+    written = json.loads(next(tmp_path.glob("*-reproduce-4/reproduction.json")).read_text())
+    assert [r["status"] for r in written["relations"]] == [REPRODUCED, REPRODUCED, NOT_RUNNABLE], written["relations"]
+    assert written["runs"]["virtual-delayed"]["state"].startswith("not runnable here: the bench refused DB_DELAY_MS=100")
+    assert "[not runnable here] with the DB 100 ms away" in text, text
+    assert "DB 100 ms away  at 20 req/s: not runnable here: the bench refused DB_DELAY_MS=100" in text, text
+
+
+def test_report_1_is_not_an_experiment_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    args = argparse.Namespace(report=[1], rate="", duration="", warmup="", results=None, inventory="inventory/local",
+                              bench_options=[])
+    assert reproduce.main(args) == reproduce.EXIT_USAGE
+    assert "Report 1: not runnable by make reproduce: report 1's five steps are checked by the judge" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("given", ["5", "two", ""])
