@@ -109,12 +109,17 @@ def test_latency_override_is_the_delay_as_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "rate", "connections"), [
     ("greeting", "", 64), ("greeting", "50", 8), ("greeting", "5", 6), ("zipcodes", "25", 8),
     ("hello-latency", "", 300), ("hello-latency", "50", 16), ("books-orders", "50", 26), ("zipcodes", "", 32),
-    ("plaintext-json", "", 64), ("plaintext-json", "50", 8)])
+    ("plaintext-json", "", 64), ("plaintext-json", "50", 8),
+    # /hello/1000 with a 1.1 s SLO at 150 req/s (one of two loadgen hosts at 300): 2 x rate x SLO
+    # would be 330, one request per 2.2 s each, past wrk2's 2 s timeout check: 1.5 per req/s.
+    ("hello-latency", "150", 226)])
 def test_connections_follow_the_rate_up_to_the_scenarios(tmp_path: Path, name: str, rate: str, connections: int) -> None:
     """Enough for twice rate x the SLO in flight and one per 10 req/s, at least 4 per thread while each
-    still gets a request a second, at most the scenario's: wrk2's count over a window moves in steps
+    still gets a request a second, at most 1.5 per req/s (wrk2 counts a connection idle for 2 s as a
+    timeout) and at most the scenario's: wrk2's count over a window moves in steps
     of connections per thread, so idle connections blur the rate; one per thread queues behind slow answers."""
-    proc, run = load_scenario(tmp_path, loadgen_scenario=name, loadgen_rate=rate)
+    extra = {"loadgen_latency_ms": "1000", "loadgen_slo_p99_ms": "1100"} if rate == "150" else {}
+    proc, run = load_scenario(tmp_path, loadgen_scenario=name, loadgen_rate=rate, **extra)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert run["scenario"]["connections"] == connections
     assert run["phases"]["measure"]["environment"]["WRK_CONNECTIONS"] == str(connections)
