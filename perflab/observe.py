@@ -142,15 +142,31 @@ def is_workload(labels: Mapping[str, str]) -> bool:
     return not labels.get("uri", "").startswith(tiers.NOT_WORKLOAD)
 
 
+# A request that ended without an answer (its status not an HTTP code: Quarkus counts "RESET" when
+# the client closed the connection first, as wrk2 does with the requests in flight when it stops)
+# ran all, some or none of its statements. Up to this share of the requests the expectation is the
+# answered requests' (off by at most that share of one request's statements, under the audit's
+# tolerance); beyond it, unknowable. A CI run of zipcodes at 200 req/s on a loaded machine counted
+# a few POST /zipcodes "RESET" among 6,000 requests, and lost its statement check to them.
+UNANSWERED_SHARE = 0.01
+
+
 def expected_statements(counts: Mapping[tuple[str, str, str], float]) -> tuple[StatementsPerRequest | None, str]:
     """The contract's statements per request for the requests served, by route and status; None
-    with the reason when a route's count is not in the contract's table."""
+    with the reason when a route's count is not in the contract's table, or when more than
+    UNANSWERED_SHARE of the requests ended without an answer."""
     total = sum(counts.values())
     if total <= 0:
         return None, "no request of the workload reached the app"
+    unanswered = {key: count for key, count in counts.items() if count > 0 and not key[2].isdigit()}
+    if sum(unanswered.values()) > UNANSWERED_SHARE * total:
+        (method, uri, status), count = max(unanswered.items(), key=lambda item: item[1])
+        return None, (f"{sum(unanswered.values()):.0f} of {total:.0f} requests ended without an answer (e.g. {count:.0f} "
+                      f"{method} {uri} {status}), more than {UNANSWERED_SHARE:.0%}: what they ran cannot be told")
+    total -= sum(unanswered.values())
     sums = [0.0, 0.0, 0.0, 0.0]
     for (method, uri, status), count in counts.items():
-        if count <= 0:
+        if count <= 0 or (method, uri, status) in unanswered:
             continue
         per_request = (CONTRACT_STATEMENTS.get((method, uri, status))
                        or CONTRACT_STATEMENTS.get((method, uri, f"{status[:1]}xx")))

@@ -25,6 +25,19 @@ def test_expected_statements_follow_the_mix_served() -> None:
     assert expected is not None and (expected.select, expected.insert) == (1.0, 2 / 3)
 
 
+def test_a_few_requests_without_an_answer_leave_the_expectation_to_the_answered_ones() -> None:
+    """wrk2 closes its connections with requests in flight when it stops; Quarkus counts those
+    "RESET". A few of them (a CI run: some among 6,000) do not make the expectation unknowable."""
+    served = {("GET", "/zipcodes/{zip}", "200"): 4500.0, ("POST", "/zipcodes", "201"): 1500.0,
+              ("POST", "/zipcodes", "RESET"): 3.0}
+    expected, why = observe.expected_statements(served)
+    assert why == "" and expected == StatementsPerRequest(select=1.0, insert=0.25, update=0.0, delete=0.0)
+    served[("POST", "/zipcodes", "RESET")] = 90.0  # 1.5%: what they ran would shift the count
+    expected, why = observe.expected_statements(served)
+    assert expected is None and why == ("90 of 6090 requests ended without an answer (e.g. 90 POST /zipcodes RESET), "
+                                        "more than 1%: what they ran cannot be told")
+
+
 def test_techempowers_plaintext_and_json_cost_no_statement() -> None:
     """Scenario plaintext-json: the contract's 0 statements per request, and an app that issues one
     (a session check, a stray query) is not doing the same work."""
