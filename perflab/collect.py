@@ -84,8 +84,7 @@ def wrk2_result(files: Sequence[Path], tables: Sequence[Path], target_rate: floa
     parsed_tables = []
     for output, path in zip(outputs, tables):
         try:
-            table = wrk2.parse_percentiles(read_text(path))
-            wrk2.check_table(output, table)
+            table = wrk2.check_table(output, wrk2.parse_percentiles(read_text(path)))
         except ParseError as exc:
             raise InputError(f"{path}: not a usable wrk2 percentile table: {exc}") from None
         parsed_tables.append(table)

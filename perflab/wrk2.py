@@ -28,9 +28,13 @@ beside the text (`wrk2-<phase>-percentiles.json`, format PERCENTILES_FORMAT): th
 histogram as ~200 (percent, microseconds) rows, and what the text leaves out: how many requests
 the histogram holds ("recorded") and the calibration period. With it:
 - the corrected spectrum is the table's, finer than the text's 5 ticks per half distance;
-- the achieved rate is the recorded requests over the RECORDED window, runtime - calibration:
-  the text's Requests/sec divides every request by the whole invocation, calibration included,
-  during which wrk2 runs its schedule but records nothing;
+- the achieved rate is the recorded requests over the RECORDED window, from the end of the
+  calibration to the end of the invocation's -d: the text's Requests/sec divides every request by
+  the whole invocation, calibration included, during which wrk2 runs its schedule but records
+  nothing. The runtime wrk2 reports is no end: a thread stops counting answers at -d (wrk.c:
+  an answer after stop_at stops the thread uncounted) but is joined up to a timeout tick later,
+  and the runtime ran 0.0-0.8 s past -d here (0.6 s on a loaded machine, where runtime - calibration
+  read 282.9 of 300 req/s for two hosts whose answers all came on time);
 - several loadgen hosts' tables merge into one distribution (merge_tables), and their texts with
   their tables into one result (hosts_run_result).
 """
@@ -126,6 +130,7 @@ class SocketErrors:
 @dataclass(frozen=True)
 class Wrk2Output:
     url: str
+    test_s: float  # the invocation's -d ("Running 21s test"): wrk2 counts no answer after it
     threads: int
     connections: int
     calibrations: tuple[Calibration, ...]
@@ -190,6 +195,7 @@ def parse(text: str) -> Wrk2Output:
 
     return Wrk2Output(
         url=header.group(2),
+        test_s=to_ms(header.group(1)) / 1000.0,
         threads=int(threads.group(1)),
         connections=int(threads.group(2)),
         calibrations=calibrations,
@@ -227,7 +233,7 @@ def to_run_result(output: Wrk2Output, target_rate: float, table: PercentileTable
     failed_share = min(1.0, output.non_2xx_3xx / output.requests) if output.requests else 0.0
     achieved_rate = output.requests_per_sec - output.requests_per_sec * failed_share
     if table is not None:
-        check_table(output, table)
+        table = check_table(output, table)
         latency = replace(latency, spectrum=table_spectrum(table))
         achieved_rate = table.recorded_success_rate
     return RunResult(
@@ -251,13 +257,15 @@ def to_run_result(output: Wrk2Output, target_rate: float, table: PercentileTable
     )
 
 
-def check_table(output: Wrk2Output, table: PercentileTable) -> None:
-    """Refuse a percentile table that is not from the run whose text this is."""
+def check_table(output: Wrk2Output, table: PercentileTable) -> PercentileTable:
+    """Refuse a percentile table that is not from the run whose text this is; the table with the
+    invocation's -d from the text, which ends its recorded window."""
     if (table.requests, table.recorded) != (output.requests, output.recorded.total_count):
         raise ParseError(
             f"the percentile table is not from this run: it counts {table.requests} requests and "
             f"{table.recorded} recorded, the text {output.requests} and {output.recorded.total_count}"
         )
+    return replace(table, test_s=output.test_s)
 
 
 def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target_rate: float) -> RunResult:
@@ -275,8 +283,7 @@ def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target
     if len(hosts) == 1:
         output, table = hosts[0]
         return to_run_result(output, target_rate=target_rate, table=table)
-    for output, table in hosts:
-        check_table(output, table)
+    hosts = [(output, check_table(output, table)) for output, table in hosts]
     outputs = [output for output, _ in hosts]
     return RunResult(
         tool="wrk2",
@@ -432,10 +439,14 @@ class PercentileTable:
     mean_us: float
     stdev_us: float
     rows: tuple[tuple[float, float], ...]  # (percent 0..100, latency in us), percent increasing
+    test_s: float | None = None  # the invocation's -d, from its text (within_test): where counting ends
 
     @property
     def recorded_window_s(self) -> float:
-        return self.runtime_us / 1e6 - self.calibration_ms / 1000.0
+        """From the end of the calibration to the end of the invocation: its -d where the table
+        knows it (within_test), else the runtime (which may run past -d)."""
+        end_s = self.runtime_us / 1e6 if self.test_s is None else min(self.runtime_us / 1e6, self.test_s)
+        return end_s - self.calibration_ms / 1000.0
 
     @property
     def recorded_rate(self) -> float:

@@ -49,8 +49,8 @@ def test_parse_wrk2_with_its_percentile_table() -> None:
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines()[:3] == [
         "wrk2-steady-1000rps.txt: wrk2, 24994 requests in 25 s",
-        "rate: 999.802 req/s achieved of 1000 asked (100.0%)",
-        "achieved over the 14.977 s recorded after calibration (the text's Requests/sec, over the whole "
+        "rate: 999.933 req/s achieved of 1000 asked (100.0%)",
+        "achieved over the 14.975 s recorded after calibration (the text's Requests/sec, over the whole "
         "invocation: 999.68)",
     ]
     parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-steady-1000rps.txt", "--target-rate", "1000",
@@ -70,12 +70,12 @@ def test_parse_wrk2_merges_one_file_per_host() -> None:
     hosts = [(wrk2.parse(f.read_text()), wrk2.parse_percentiles(t.read_text())) for f, t in zip(files, tables)]
     assert merged == wrk2.hosts_run_result(hosts, target_rate=1200)
     assert (merged.requests, merged.threads, merged.connections) == (29996, 4, 20)
-    assert merged.achieved_rate == pytest.approx(999.802 + 199.921, abs=0.001)
+    assert merged.achieved_rate == pytest.approx(999.933 + 200.2, abs=0.001)
     text = perflab("parse-wrk2", *files, "--percentiles", *tables, "--target-rate", "1200")
     assert text.stdout.splitlines()[:3] == [
         "wrk2-steady-1000rps.txt + wrk2-slow-20ms-200rps.txt: wrk2, 29996 requests in 25.02 s",
-        "rate: 1199.72 req/s achieved of 1200 asked (100.0%)",
-        "achieved: 999.802 + 199.921 req/s, each host over its recorded window after calibration (14.977, 14.9959 s; "
+        "rate: 1200.13 req/s achieved of 1200 asked (100.0%)",
+        "achieved: 999.933 + 200.2 req/s, each host over its recorded window after calibration (14.975, 14.975 s; "
         "the texts' Requests/sec, over the whole invocations: 999.68 + 199.91)",
     ]
     assert "recorded: 17972 of 29996 requests (wrk2 records none during calibration)" in text.stdout.splitlines()
