@@ -271,6 +271,9 @@ def context(inputs: dict[str, Any]) -> RunContext:
         # Each loadgen host's share of the rate, in the inventory's order ("50,50", as --host-rates takes them).
         parameters["host_rates"] = ",".join(
             str(int(rate)) if isinstance(rate, float) and rate.is_integer() else str(rate) for rate in host_rates)
+    if scenario.get("max_workers"):
+        # vegeta's -max-workers as sized to the loadgen host: past it, vegeta sends late.
+        parameters["vegeta_max_workers"] = str(scenario["max_workers"])
     if int(run.get("calibration_ms") or 0) > 0:
         # wrk2 records nothing in its calibration: the measured invocation ran that much longer.
         parameters["wrk2_calibration_ms"] = str(run["calibration_ms"])

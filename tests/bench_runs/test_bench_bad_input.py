@@ -1,14 +1,20 @@
 """Bad input: one clear error, no results directory and no change on any host."""
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import re
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bench_helpers import INVENTORY, ROOT, changed_counts, run_dirs, run_make, tail
+from bench_helpers import INVENTORY, ROOT, changed_counts, on_host, run_dirs, run_make, tail
 
 # A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
 # an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
@@ -83,6 +89,40 @@ def test_wrk2_archive_with_another_sha256_is_refused_before_any_change() -> None
     assert (f"the archive {MIRROR} on the controller has sha256 "
             f"a125030d8bffe9774c79769849673fbdd074dd5eee62c2c3335016a202de8778, not loadgen_wrk2_archive_sha256 {'1' * 64}"
             in " ".join(done.stdout.split())), tail(done.stdout)
+    assert run_dirs() == before, "a refused run must not create results/<run-id>/"
+    assert all(count == 0 for count in changed_counts(done.stdout).values()), tail(done.stdout)
+
+
+@contextmanager
+def mirror_serving(archive: Path) -> Iterator[str]:
+    """A mirror on the controller serving ARCHIVE, at the address the loadgen host routes to it
+    (its default gateway: the controller, for the lab's containers); yields the archive's URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(archive.parent))
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        route = re.search(r"default via (\S+)", on_host("loadgen[0]", "ip route show default"))
+        assert route, "the loadgen host has no default route to reach the controller's mirror"
+        yield f"http://{route.group(1)}:{server.server_address[1]}/{archive.name}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_mirror_serving_other_bytes_is_refused_before_the_run_opens() -> None:
+    """loadgen_wrk2_archive_url: the archive is read and hashed before the run opens; other bytes
+    than the pinned sha256 are one line, no results directory, nothing changed."""
+    if not Path(MIRROR).is_file():
+        pytest.skip(f"no wrk2 archive at {MIRROR} (CI's mirror): nothing to serve")
+    before = run_dirs()
+    with mirror_serving(Path(MIRROR)) as url:
+        done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2",
+                        f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path= -e loadgen_wrk2_archive_url={url} "
+                        f"-e loadgen_wrk2_archive_sha256={'1' * 64}", timeout=600)
+    assert done.returncode != 0, tail(done.stdout)
+    assert (f"wrk2 cannot be built: no archive on the controller (loadgen_wrk2_archive_path, $PERFLAB_WRK2_ARCHIVE); "
+            f"the archive at {url} has sha256 a125030d8bffe9774c79769849673fbdd074dd5eee62c2c3335016a202de8778, "
+            f"not loadgen_wrk2_archive_sha256 {'1' * 64}" in " ".join(done.stdout.split())), tail(done.stdout)
     assert run_dirs() == before, "a refused run must not create results/<run-id>/"
     assert all(count == 0 for count in changed_counts(done.stdout).values()), tail(done.stdout)
 

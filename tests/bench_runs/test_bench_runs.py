@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bench_helpers import APPS, RESULTS, ROOT, changed_counts, on_host, read_json, run_dirs, run_make, tail
 from labkit import SHORT_RUN
@@ -26,6 +27,8 @@ from labkit import SHORT_RUN
 # books-orders answered its first requests in 0.9 s on average there, 18-25 of them after wrk2's
 # 2 s timeout, errors of a run whose recorded window had none.
 RATE, DURATION, WARMUP = 50, "10s", "5s"
+# The sha256 the loadgen role pins for wrk2's source archive.
+PINNED_WRK2_SHA256 = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text())["loadgen_wrk2_archive_sha256"]
 
 
 # TechEmpower's FrameworkBenchmarks checkout (their frameworks/Java/quarkus is what tfb-quarkus builds):
@@ -44,6 +47,10 @@ def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int
     assert read_json(run_dir / "verify.json")["status"] == "ok", read_json(run_dir / "verify.json")
     result = read_json(run_dir / "result.json")
     assert result["tool"] == "wrk2" and result["target_rate"] == rate
+    if os.environ.get("PERFLAB_WRK2_ARCHIVE"):
+        # CI's wrk2 comes from its mirror: built on the loadgen host after the archive's sha256 was checked there.
+        assert (f"from archive sha256 {PINNED_WRK2_SHA256} (verified on this host)"
+                in result["versions"]["load_generator"]), result["versions"]
     # wrk2 ran its calibration on top of DURATION, so the window it recorded is the measured phase.
     calibration_ms = 10000 + 5 * (result["scenario"]["connections"] // result["scenario"]["threads"])
     assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)

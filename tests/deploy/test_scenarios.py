@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,17 @@ TWO_LOADGENS = INVENTORY.replace(
     "loadgen: {hosts: {lg: {ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}'}}}",
     "loadgen: {hosts: {lg: {ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}'},"
     " lg2: {ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}', loadgen_weight: 3}}}")
+
+
+def host_memory() -> int:
+    """This machine's memory as the loadgen role reads it: the cgroup's limit where that is lower."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            memory = min(memory, int(Path(limit).read_text()))
+        except (OSError, ValueError):
+            pass
+    return memory
 
 
 def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
@@ -83,7 +95,11 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
         assert measure["targets_argv"] == []
     else:
         assert "-rate=123/1s" in measure["argv"] and "-duration=120s" in measure["argv"] and "-lazy" in measure["argv"]
-        assert "-max-workers=256" in measure["argv"] and run["calibration_s"] == 0
+        # -max-workers: every request in flight at 123 req/s for vegeta's 30 s timeout, as far as this host's
+        # open files (less 64) and half its memory at 64 KiB a worker hold them.
+        workers = min(123 * 30, resource.getrlimit(resource.RLIMIT_NOFILE)[1] - 64, host_memory() // 2 // (64 * 1024))
+        assert f"-max-workers={max(workers, 14)}" in measure["argv"] and run["calibration_s"] == 0
+        assert run["scenario"]["max_workers"] == max(workers, 14)
         # Every GET has its own URL, which vegeta's exporter would turn into a series each: off.
         assert not [a for a in measure["argv"] if a.startswith("-prometheus-addr")] and not run["exporter"]
         targets = measure["targets_argv"]
