@@ -72,9 +72,11 @@ def write(path: Path, text: str) -> None:
 # The tool's output -> a run result (perflab parse-wrk2, parse-vegeta)
 
 
-def wrk2_result(files: Sequence[Path], tables: Sequence[Path], target_rate: float) -> tuple[RunResult, list[str]]:
+def wrk2_result(files: Sequence[Path], tables: Sequence[Path], target_rate: float,
+                shares: Sequence[tuple[str, float]] = ()) -> tuple[RunResult, list[str]]:
     """wrk2 --latency outputs, one per loadgen host, with their percentile tables (none, or one per
-    file in the same order) -> one run result and the notes that say over which window it was achieved."""
+    file in the same order) -> one run result and the notes that say over which window it was achieved.
+    shares: each host's name and rate, in the same order, where several hosts sent the run."""
     outputs = []
     for path in files:
         try:
@@ -89,7 +91,7 @@ def wrk2_result(files: Sequence[Path], tables: Sequence[Path], target_rate: floa
             raise InputError(f"{path}: not a usable wrk2 percentile table: {exc}") from None
         parsed_tables.append(table)
     if parsed_tables:
-        result = wrk2.hosts_run_result(list(zip(outputs, parsed_tables)), target_rate=target_rate)
+        result = wrk2.hosts_run_result(list(zip(outputs, parsed_tables)), target_rate=target_rate, shares=shares)
     else:
         result = wrk2.to_run_result(outputs[0], target_rate=target_rate)
     notes = []
@@ -118,13 +120,15 @@ def vegeta_attacks(files: Sequence[Path]) -> list[vegeta.Attack]:
 
 
 def vegeta_result(files: Sequence[Path], rates: Sequence[float], duration_s: float | None,
-                  target_rate: float, attacks: Sequence[vegeta.Attack] | None = None) -> RunResult:
+                  target_rate: float, attacks: Sequence[vegeta.Attack] | None = None,
+                  hosts: Sequence[str] = ()) -> RunResult:
     """vegeta results, one file per loadgen host at its share of the rate (or their attacks,
-    already parsed) -> one run result."""
+    already parsed) -> one run result; hosts name the loadgen hosts where several sent the run."""
     if attacks is None:
         attacks = vegeta_attacks(files)
     try:
-        return vegeta.to_run_result(attacks, list(rates), duration_s, target_rate, names=list(map(str, files)))
+        return vegeta.to_run_result(attacks, list(rates), duration_s, target_rate, names=list(map(str, files)),
+                                    hosts=hosts)
     except ParseError as exc:
         raise InputError(str(exc)) from None
 
@@ -474,12 +478,15 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     files = [run_dir / name for name in inputs["raw_files"]]
     rate = float(run["scenario"]["rate"])
     notes: list[str] = []
+    host_rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(files)] * len(files)
+    # Several loadgen hosts (run.hosts, in the order of the raw files): each one's share is judged too.
+    hosts = [str(host) for host in run.get("hosts") or []] if len(files) > 1 else []
     if run["tool"] == "wrk2":
-        result, notes = wrk2_result(files, [run_dir / name for name in inputs.get("percentile_files") or []], rate)
+        result, notes = wrk2_result(files, [run_dir / name for name in inputs.get("percentile_files") or []], rate,
+                                    shares=list(zip(hosts, host_rates)))
     else:
-        host_rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(files)] * len(files)
         attacks = vegeta_attacks(files)
-        result = vegeta_result(files, host_rates, float(run["duration_s"]), rate, attacks)
+        result = vegeta_result(files, host_rates, float(run["duration_s"]), rate, attacks, hosts=hosts)
     result = with_context(result, context_text, run_dir / "context.json")
     write(run_dir / "result.json", result.to_json() + "\n")
     timeseries_note = ""

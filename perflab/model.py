@@ -241,6 +241,17 @@ class Repetition:
 
 
 @dataclass(frozen=True)
+class LoadgenShare:
+    """One loadgen host's part of a run that several hosts sent: the rate it was asked for (its
+    loadgen_weight's share) and what it achieved, over the same window as the run's."""
+
+    host: str
+    target_rate: float
+    achieved_rate: float
+    requests: int
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What the run knows about itself and the tool does not print; merged into its result."""
 
@@ -307,6 +318,9 @@ class RunResult:
     raw_output: str | None = None  # file name of the tool's raw output, beside the JSON
     incomplete_reason: str | None = None  # set when the run was interrupted
     repetition: Repetition | None = None  # REPEAT=N (the run context's)
+    # Several loadgen hosts: each one's share of the rate and what it achieved (empty with one host,
+    # and in results written before the hosts' shares were kept).
+    loadgen_shares: tuple[LoadgenShare, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -45,6 +45,7 @@ from typing import Any
 from perflab.model import (
     ErrorCounts,
     LatencyDistribution,
+    LoadgenShare,
     RunResult,
     hdr_spectrum,
     percentile_key,
@@ -296,6 +297,7 @@ def to_run_result(
     duration_s: float | None = None,
     target_rate: float | None = None,
     names: Sequence[str] | None = None,
+    hosts: Sequence[str] = (),
 ) -> RunResult:
     """The tool-independent result of one attack per loadgen host, each at its own rate.
 
@@ -304,7 +306,8 @@ def to_run_result(
     host's schedule; the achieved rate is every host's successful requests scheduled within the
     window, over the window. duration_s is the window the attacks were asked to run (vegeta's
     -duration); by default the longest host's (max seq + 1) / rate. names (the files') name the
-    attacks in errors.
+    attacks in errors; hosts (the loadgen hosts', in the same order, two or more) give the result's
+    loadgen_shares: each host's rate and its successful requests scheduled within the window.
     """
     if not attacks or len(attacks) != len(rates):
         raise ValueError(f"{len(attacks)} attacks for {len(rates)} rates: give one rate per attack")
@@ -323,10 +326,12 @@ def to_run_result(
         Fraction(duration_s) if duration_s is not None
         else max(Fraction(s.max_seq + 1) / Fraction(rate) for s, rate in zip(schedules, rates))
     )
-    on_time_successes = 0
+    if hosts and len(hosts) != len(attacks):
+        raise ValueError(f"{len(hosts)} hosts for {len(attacks)} attacks: name one host per attack")
+    on_time = []
     for attack, rate in zip(attacks, rates):
         seq_limit = window * Fraction(rate)  # scheduled before t0 + window: seq / rate < window
-        on_time_successes += sum(1 for r in attack.results if r.succeeded and r.seq < seq_limit)
+        on_time.append(sum(1 for r in attack.results if r.succeeded and r.seq < seq_limit))
     errors: dict[str, int] = {}
     for attack in attacks:
         for result in attack.results:
@@ -336,7 +341,7 @@ def to_run_result(
     return RunResult(
         tool="vegeta",
         target_rate=target_rate if target_rate is not None else float(sum(Fraction(rate) for rate in rates)),
-        achieved_rate=float(Fraction(on_time_successes) / window),
+        achieved_rate=float(Fraction(sum(on_time)) / window),
         requests=sum(len(attack.results) for attack in attacks),
         duration_s=float(window),
         latency_corrected=distribution([v for s in schedules for v in s.corrected_ms]),
@@ -344,6 +349,9 @@ def to_run_result(
         errors=ErrorCounts(**errors),
         bytes_read=sum(r.bytes_in for attack in attacks for r in attack.results),
         dropped_iterations=None,
+        loadgen_shares=tuple(LoadgenShare(host=host, target_rate=float(rate), achieved_rate=float(Fraction(count) / window),
+                                          requests=len(attack.results))
+                             for host, rate, count, attack in zip(hosts, rates, on_time, attacks)),
     )
 
 

@@ -51,6 +51,7 @@ from typing import Any
 from perflab.model import (
     ErrorCounts,
     LatencyDistribution,
+    LoadgenShare,
     RunResult,
     SpectrumPoint,
     hdr_spectrum,
@@ -268,9 +269,12 @@ def check_table(output: Wrk2Output, table: PercentileTable) -> PercentileTable:
     return replace(table, test_s=output.test_s)
 
 
-def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target_rate: float) -> RunResult:
+def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target_rate: float,
+                     shares: Sequence[tuple[str, float]] = ()) -> RunResult:
     """One result from several loadgen hosts that ran at once, each at its share of target_rate:
-    each host's text with its percentile table (checked against each other).
+    each host's text with its percentile table (checked against each other). shares names each
+    host and the rate it was asked for, in the same order (the result's loadgen_shares: each
+    host's achieved rate over its recorded window).
 
     One host gives exactly to_run_result's result. With several: the requests, errors, threads,
     connections and bytes add up; the achieved rate is the sum of what each host kept over its own
@@ -285,6 +289,8 @@ def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target
         return to_run_result(output, target_rate=target_rate, table=table)
     hosts = [(output, check_table(output, table)) for output, table in hosts]
     outputs = [output for output, _ in hosts]
+    if shares and len(shares) != len(hosts):
+        raise ValueError(f"{len(shares)} hosts' shares for {len(hosts)} wrk2 outputs: give one per output")
     return RunResult(
         tool="wrk2",
         target_rate=target_rate,
@@ -307,6 +313,9 @@ def hosts_run_result(hosts: Sequence[tuple[Wrk2Output, PercentileTable]], target
         threads=sum(o.threads for o in outputs),
         connections=sum(o.connections for o in outputs),
         bytes_read=sum(o.bytes_read for o in outputs),
+        loadgen_shares=tuple(LoadgenShare(host=host, target_rate=rate, achieved_rate=table.recorded_success_rate,
+                                          requests=output.requests)
+                             for (host, rate), (output, table) in zip(shares, hosts)),
     )
 
 

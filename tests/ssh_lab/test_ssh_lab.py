@@ -76,6 +76,12 @@ def judged_on_both_hosts(run_dir: Path) -> dict[str, Any]:
     assert {h["host"] for h in result["hosts"] if h["tier"] == "loadgen"} == set(LOADGENS)
     rules = {rule["rule"]: rule for rule in read_json(run_dir / "audit.json")["rules"]}
     assert rules["achieved_rate"]["status"] == "VALID", rules["achieved_rate"]
+    # Each host's share is judged on its own, and the shares add up to the run's rate.
+    shares = {share["host"]: share for share in result["loadgen_shares"]}
+    assert shares.keys() == set(LOADGENS) and all(s["target_rate"] == RATE // 2 for s in shares.values()), shares
+    assert sum(s["achieved_rate"] for s in shares.values()) == pytest.approx(result["achieved_rate"])
+    assert sum(s["requests"] for s in shares.values()) == result["requests"], shares
+    assert all(f"{host} " in rules["achieved_rate"]["evidence"] for host in LOADGENS), rules["achieved_rate"]
     assert all(f"{host} " in rules["loadgen_cpu"]["evidence"] for host in LOADGENS), rules["loadgen_cpu"]
     assert read_json(run_dir / "observations.json")["loadgen_hosts"].keys() == set(LOADGENS)
     # Both hosts' figures are read and neither is blamed. What else the attribution names depends on

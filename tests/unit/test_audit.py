@@ -9,7 +9,7 @@ import pytest
 
 from perflab import audit, collect, wrk2
 from perflab.audit import THRESHOLDS, Status
-from perflab.model import ErrorCounts, RunResult, ScenarioRun, SchemaError
+from perflab.model import ErrorCounts, LoadgenShare, RunResult, ScenarioRun, SchemaError
 from perflab.observations import DbSessions, Observations, Placement, Saturation, StatementsPerRequest, TierCpu
 
 from .helpers import WRK2_TARGET_RATES, wrk2_text
@@ -175,6 +175,20 @@ def test_achieved_rate_at_the_threshold() -> None:
     assert rule_result(audit.achieved_rate, just_enough).status is Status.VALID
     just_short = dataclasses.replace(STEADY, achieved_rate=1899.9)
     assert rule_result(audit.achieved_rate, just_short).status is Status.INVALID
+
+
+def test_a_loadgen_host_short_of_its_share_is_invalid_even_when_the_sum_holds() -> None:
+    """Two hosts at 1000 req/s each: one kept 1050 (catching up), the other 880: 96.5% of the sum,
+    but the second host was not the generator it was asked to be."""
+    shares = (LoadgenShare("lg1", 1000.0, 1050.0, 30000), LoadgenShare("lg2", 1000.0, 880.0, 26400))
+    uneven = dataclasses.replace(STEADY, target_rate=2000.0, achieved_rate=1930.0, loadgen_shares=shares)
+    fired = rule_result(audit.achieved_rate, uneven)
+    assert fired.status is Status.INVALID
+    assert fired.evidence == ("achieved 1930 req/s of 2000 asked (96.5%; minimum 95%); per loadgen host: "
+                              "lg1 1050 of 1000 (105.0%), lg2 880 of 1000 (88.0%); short of its share: lg2")
+    even = dataclasses.replace(uneven, loadgen_shares=(shares[0], LoadgenShare("lg2", 1000.0, 960.0, 28800)),
+                               achieved_rate=2010.0)
+    assert rule_result(audit.achieved_rate, even).status is Status.VALID
 
 
 # Results written before k6's retirement carry the requests it dropped (dropped_iterations).

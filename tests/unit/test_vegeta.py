@@ -227,6 +227,19 @@ def test_several_hosts_merge_exactly() -> None:
     assert uneven.latency_corrected.at(100) == 2000.0
 
 
+def test_each_hosts_share_is_its_requests_scheduled_within_the_window() -> None:
+    """Host 2 sent 6 of its 10 requests in time (it fell behind): its share reads 0.6 of 1 req/s,
+    which the sum (3.6 of 4) would not show as clearly."""
+    behind = _synthetic(1, [2] * 6, start_ns=5 * 10**9)
+    result = vegeta.to_run_result([_synthetic(3, [1] * 30), behind], [3.0, 1.0], duration_s=10.0, hosts=["lg1", "lg2"])
+    assert [(s.host, s.target_rate, s.achieved_rate, s.requests) for s in result.loadgen_shares] == [
+        ("lg1", 3.0, 3.0, 30), ("lg2", 1.0, 0.6, 6)]
+    assert result.achieved_rate == 3.6
+    assert vegeta.to_run_result([behind], [1.0], duration_s=10.0).loadgen_shares == ()
+    with pytest.raises(ValueError, match="1 hosts for 2 attacks"):
+        vegeta.to_run_result([_synthetic(3, [1] * 30), behind], [3.0, 1.0], hosts=["lg1"])
+
+
 def test_a_rate_below_the_one_the_attack_ran_at_is_refused() -> None:
     with pytest.raises(ParseError, match=r"request 0 would have been sent [0-9.]+ s after .* from 100 requests/s: "
                                          r"the attack ran at another rate"):

@@ -521,6 +521,19 @@ def test_two_hosts_make_one_result_of_all_their_requests() -> None:
     assert merged.errors.total() == 0
 
 
+def test_each_hosts_share_is_kept_with_its_achieved_rate() -> None:
+    """Two hosts asked 1000 and 200 req/s: each one's achieved rate over its own recorded window."""
+    (steady_text, steady), (slow_text, slow) = _host(STEADY_TABLE), _host(SLOW_TABLE)
+    merged = wrk2.hosts_run_result([(steady_text, steady), (slow_text, slow)], target_rate=1200,
+                                   shares=[("lg1", 1000.0), ("lg2", 200.0)])
+    assert [(s.host, s.target_rate, s.requests) for s in merged.loadgen_shares] == [("lg1", 1000.0, 24994),
+                                                                                  ("lg2", 200.0, 5002)]
+    assert [s.achieved_rate for s in merged.loadgen_shares] == pytest.approx([14974 / 14.975, 2998 / 14.975])
+    assert sum(s.achieved_rate for s in merged.loadgen_shares) == merged.achieved_rate
+    with pytest.raises(ValueError, match="1 hosts' shares for 2 wrk2 outputs"):
+        wrk2.hosts_run_result([(steady_text, steady), (slow_text, slow)], target_rate=1200, shares=[("lg1", 1000.0)])
+
+
 def test_the_hosts_errors_add_up_by_kind() -> None:
     (steady_text, steady), (slow_text, slow) = _host(STEADY_TABLE), _host(SLOW_TABLE)
     failing = dataclasses.replace(steady_text, non_2xx_3xx=7, socket_errors=SocketErrors(connect=1, timeout=2))
