@@ -74,6 +74,12 @@ MVN ?= mvn
 # The built-in manifests build with "${MVN:-mvn}".
 export MVN
 
+# The project's apps build with Maven (their manifests' build): every target that deploys an app
+# gets it from apt where the controller has no mvn.
+.PHONY: build-prereqs
+build-prereqs:
+	@command -v $(MVN) >/dev/null || scripts/apt-need.sh "building the project's apps (their manifests run mvn)" maven
+
 .PHONY: apps-prereqs
 apps-prereqs:
 	@scripts/apt-need.sh "building the apps and their contract suite's private MariaDB" maven mariadb-server mariadb-client openssl
@@ -134,7 +140,7 @@ VARIANT_OPTIONS = -e '{"app_variants": "$(VARIANTS)"}'
 APP_BUILD = $(BIN)/perflab app build '$(APP)' --variant '$(VARIANTS)'
 
 .PHONY: deploy
-deploy: $(VENV_STAMP) ## Deploy APP=<name or manifest path> [PROFILE=default|io-vs-worker|virtual-threads-db] [VARIANT="k=v ..."] (THREADS=platform|virtual, DISPATCH=io|worker); stops the previous app
+deploy: $(VENV_STAMP) build-prereqs ## Deploy APP=<name or manifest path> [PROFILE=default|io-vs-worker|virtual-threads-db] [VARIANT="k=v ..."] (THREADS=platform|virtual, DISPATCH=io|worker); stops the previous app
 	$(require_inventory)
 	@$(APP_BUILD)
 	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) \
@@ -177,7 +183,7 @@ BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
 REPEAT ?= 1
 
 .PHONY: bench
-bench: $(VENV_STAMP) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) build-prereqs ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
@@ -197,7 +203,7 @@ compare_apps = $(BIN)/perflab compare --inventory "$(INVENTORY)" --scenario '$(S
   --repeat '$(REPEAT)' $(if $(1),--apps '$(1)') -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 .PHONY: compare
-compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app claiming it (or APPS="a b") in turn under identical conditions, then a table of the results
+compare: $(VENV_STAMP) build-prereqs ## Run SCENARIO= [RATE=] ... with every app claiming it (or APPS="a b") in turn under identical conditions, then a table of the results
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(call compare_apps,$(APPS))
@@ -207,7 +213,7 @@ compare: $(VENV_STAMP) ## Run SCENARIO= [RATE=] ... with every app claiming it (
 REPORT ?=
 
 .PHONY: reproduce
-reproduce: $(VENV_STAMP) ## Run field report REPORT=2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
+reproduce: $(VENV_STAMP) build-prereqs ## Run field report REPORT=2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab reproduce --report '$(REPORT)' --inventory "$(INVENTORY)" --rate '$(RATE)' --duration '$(DURATION)' \
@@ -221,7 +227,7 @@ STEP ?=
 MAX ?=
 
 .PHONY: sweep
-sweep: $(VENV_STAMP) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
+sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
@@ -289,7 +295,7 @@ test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's sh
 	PERFLAB_TEST_LAB=ssh $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS)
 
 .PHONY: bench-loadgen
-bench-loadgen: $(VENV_STAMP) $(VEGETA) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for wrk2 and vegeta (a sweep each)
+bench-loadgen: $(VENV_STAMP) build-prereqs $(VEGETA) ## On a lab that is up: loadgen CPU seconds per 1,000 requests and the highest rate its cores sustain, for wrk2 and vegeta (a sweep each)
 	$(require_inventory)
 	@$(BIN)/perflab app build quarkus
 	INVENTORY="$(INVENTORY)" $(BIN)/python tests/bench/bench_loadgen.py
