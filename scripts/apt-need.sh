@@ -15,5 +15,6 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 fi
 echo "perflab: installing ${missing[*]} (for $what)" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Another apt run (another make target's, the other lab's) may hold dpkg's lock: wait for it rather than fail.
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -3,16 +3,24 @@
 # (lab_provider: docker). Where none runs and we are root on Debian/Ubuntu: install docker.io
 # (and debootstrap, which builds the base image) and start dockerd. Otherwise print one line
 # saying what to do and fail.
-# Usage: ensure-docker-engine.sh INVENTORY
+# Usage: ensure-docker-engine.sh INVENTORY | --docker   (--docker: whatever the inventory, e.g. for
+# the tests' SSH machines, which are containers too)
 set -euo pipefail
 inventory=${1:?inventory}
 
-provider=$(ansible-inventory -i "$inventory" --list 2>/dev/null | python3 -c '
+if [ "$inventory" != --docker ]; then
+  provider=$(ansible-inventory -i "$inventory" --list 2>/dev/null | python3 -c '
 import json, sys
 hostvars = json.load(sys.stdin).get("_meta", {}).get("hostvars", {})
 print(sorted({str(v.get("lab_provider", "ssh")) for v in hostvars.values()} or {"ssh"})[0])
 ')
-[ "$provider" = docker ] || exit 0
+  [ "$provider" = docker ] || exit 0
+fi
+
+# One caller at a time (the tests bring up two labs at once): the second waits for the first to
+# have installed and started the engine, then finds it answering.
+exec 8>/var/tmp/perflab-docker-engine.lock
+flock 8
 
 engine_answers() { timeout 20 docker info >/dev/null 2>&1; }
 if engine_answers; then
@@ -38,8 +46,9 @@ command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Another apt run (another make target's) may hold dpkg's lock: wait for it rather than fail.
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
 
 if [ -d /run/systemd/system ]; then
@@ -48,7 +57,7 @@ if [ -d /run/systemd/system ]; then
 else
   # No systemd as PID 1 (a CI container or a sandbox): run dockerd in the background.
   say "starting dockerd in the background (log: /var/log/dockerd.log)"
-  nohup dockerd >>/var/log/dockerd.log 2>&1 &
+  nohup dockerd >>/var/log/dockerd.log 2>&1 8>&- &  # without the lock: the next caller must get it
 fi
 for _ in $(seq 60); do
   engine_answers && exit 0

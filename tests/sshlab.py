@@ -44,7 +44,12 @@ def docker(*args: str, check: bool = True, timeout: float = 600) -> str:
 
 
 def base_image() -> str:
-    """The lab's base image, from the recipe roles/lab_containers uses (built only if missing)."""
+    """The lab's base image, from the recipe roles/lab_containers uses (built only if missing), on the
+    Docker engine make lab-up would install and start (on a fresh machine the local lab's lab-up may not
+    have got to it yet: the script lets one caller at a time do it)."""
+    engine = subprocess.run([str(ROOT / "scripts/ensure-docker-engine.sh"), "--docker"],
+                            capture_output=True, text=True, timeout=1200, check=False)
+    assert engine.returncode == 0, engine.stderr[-3000:]
     defaults = yaml.safe_load((ROOT / "roles/lab_containers/defaults/main.yml").read_text())
     built = subprocess.run(
         [str(ROOT / "roles/lab_containers/files/build-base-image.sh"), defaults["lab_containers_image_repository"],
