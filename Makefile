@@ -263,8 +263,8 @@ watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), 
 	exec $(BIN)/perflab watch --prometheus "$$url" $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: test-bench
-test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app on zipcodes, our Quarkus beside TechEmpower's, books-orders twice (REPEAT=2), verify refusals, bad input, netem removal
-	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs
+test-bench: $(VENV_STAMP) ## Only the benchmark runs of test-lab, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): every app on zipcodes and the matrix's other cells (tests/matrix_lab: ours beside TechEmpower's Quarkus on plaintext-json), books-orders twice (REPEAT=2), verify refusals, bad input, netem removal
+	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs tests/matrix_lab
 
 .PHONY: test-reproduce
 test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the local lab through make reproduce (make test runs it on the SSH lab): the thread cap INVALID and attributed to the request threads, the others holding the rate
@@ -273,14 +273,14 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the local lab thr
 # The lab's tests run on two labs at once: the local containers, and five fresh machines reached over
 # SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. The machine
 # mostly waits on JVMs, quiet periods and scrapes during a run, so the SSH lab's share (its lab-up,
-# two runs from two loadgen hosts, field report 2's four, a sweep; ~25 min) leaves the suite's
-# critical path. Its lines are prefixed 'ssh-lab | '; test-lab fails if either fails.
+# two runs from two loadgen hosts, field report 2's four, a sweep, the matrix's cells the local lab
+# does not run: tests/matrix_lab) leaves the suite's critical path. Its lines are prefixed 'ssh-lab | '; test-lab fails if either fails.
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/bench_runs
-SSH_LAB_TESTS := tests/ssh_lab tests/sweep_lab
+SSH_LAB_TESTS := tests/ssh_lab tests/sweep_lab tests/matrix_lab
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, our Quarkus beside TechEmpower's, books-orders twice, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, field report 2, a sweep)
+test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, books-orders twice, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, field report 2, a sweep, every other app x scenario, ours beside TechEmpower's Quarkus)
 	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
 	@rm -rf $(SSH_LAB_RESULTS) && mkdir -p $(SSH_LAB_RESULTS) && \
 	{ PERFLAB_TEST_LAB=ssh PERFLAB_RESULTS_DIR=$(SSH_LAB_RESULTS) $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS); \
@@ -291,7 +291,7 @@ test-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## End-to-end tests on the l
 	[ $$here -eq 0 ] && [ $$ssh -eq 0 ]
 
 .PHONY: test-ssh-lab
-test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's share of test-lab: five fresh machines over SSH, lab-up, two runs from two loadgen hosts, field report 2, a sweep, lab-down
+test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's share of test-lab: five fresh machines over SSH, lab-up, two runs from two loadgen hosts, field report 2, a sweep, the matrix's other cells, lab-down
 	PERFLAB_TEST_LAB=ssh $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS)
 
 .PHONY: bench-loadgen

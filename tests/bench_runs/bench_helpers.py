@@ -2,9 +2,7 @@
 PERFLAB_TEST_INVENTORY, default inventory/local) and look at its hosts through Ansible."""
 from __future__ import annotations
 
-import re
-
-from labkit import INVENTORY, RESULTS, ROOT, loadgen_lock, make, new_run_dir, on_host, read_json, run_dirs, tail
+from labkit import INVENTORY, RESULTS, ROOT, changed_counts, loadgen_lock, make, new_run_dir, on_host, read_json, run_dirs, tail
 
 __all__ = ["APPS", "INVENTORY", "RESULTS", "ROOT", "SCENARIOS", "changed_counts", "loadgen_lock", "new_run_dir", "on_host",
            "read_json", "run_dirs", "run_make", "tail"]
@@ -14,7 +12,3 @@ APPS = tuple(sorted(p.parent.name for p in (ROOT / "apps").glob("*/perflab-app.y
 SCENARIOS = tuple(sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml")))
 run_make = make
 
-
-def changed_counts(output: str) -> dict[str, int]:
-    """changed=N of every host in the PLAY RECAP."""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", output, re.M)}

@@ -30,6 +30,8 @@ def test_a_sweep_runs_each_rate_and_names_the_max_sustainable_throughput(lab: st
         assert step["achieved_rate"] >= 0.95 * step["rate"], step
         result = read_json(RESULTS / step["run_id"] / "result.json")
         assert result["target_rate"] == step["rate"] and result["scenario"]["duration_s"] == 10, result["scenario"]
+        # greeting x quarkus of the matrix (tests/matrix_lab): wrk2, every request answered without an error.
+        assert result["tool"] == "wrk2" and not any(result["errors"].values()), (result["tool"], result["errors"])
     assert sweep["max_sustainable_rate"] == 200, sweep
     assert "max sustainable throughput (quarkus, greeting, p99 SLO 1000 ms): 200 req/s" in done.stdout, tail(done.stdout)
 

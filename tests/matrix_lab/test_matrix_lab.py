@@ -1,0 +1,82 @@
+"""Every app of the project on every scenario, each cell a short wrk2 run verified against the
+scenario's contract and complete without an error (tests/runkit.py). `make test-lab` runs these on
+the SSH lab, beside the local lab's tests: each cell runs once in the suite, here or where another
+test needs that very run.
+
+| scenario       | quarkus                     | spring-mvc                   | spring-webflux              |
+| -------------- | --------------------------- | ---------------------------- | --------------------------- |
+| zipcodes       | local: the session's short run | local: compare            | local: compare              |
+| books-orders   | here                        | here                         | local: twice (REPEAT=2)     |
+| greeting       | SSH lab: the sweep's steps  | here                         | here                        |
+| plaintext-json | here, beside TechEmpower's  | here                         | here                        |
+| hello-latency  | here                        | SSH lab: report 2 (400 threads) | SSH lab: report 2        |
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from labkit import RESULTS, ROOT, changed_counts, make, on_host, read_json, run_dirs, tail
+from runkit import assert_complete_without_errors, compare
+
+# TechEmpower's FrameworkBenchmarks checkout (their frameworks/Java/quarkus is what tfb-quarkus builds):
+# CI's copy beside the clone, or PERFLAB_TFB_DIR.
+TFB_DIR = Path(os.environ.get("PERFLAB_TFB_DIR") or ROOT.parent / "shared" / "peers" / "tfb-57d92fb")
+
+# Where each cell of the table above runs; "here" are this module's tests.
+ELSEWHERE = {("zipcodes", "quarkus"), ("zipcodes", "spring-mvc"), ("zipcodes", "spring-webflux"),
+             ("books-orders", "spring-webflux"), ("greeting", "quarkus"), ("hello-latency", "spring-mvc"),
+             ("hello-latency", "spring-webflux")}
+HERE = {("books-orders", "quarkus"), ("books-orders", "spring-mvc"), ("greeting", "spring-mvc"),
+        ("greeting", "spring-webflux"), ("plaintext-json", "quarkus"), ("plaintext-json", "spring-mvc"),
+        ("plaintext-json", "spring-webflux"), ("hello-latency", "quarkus")}
+
+
+def test_the_matrix_covers_every_app_on_every_scenario() -> None:
+    """A new app or scenario gets its cells in the table, here or in the test that runs them."""
+    apps = {p.parent.name for p in (ROOT / "apps").glob("*/perflab-app.yml")}
+    scenarios = {p.stem for p in (ROOT / "scenarios").glob("*.yml")}
+    assert HERE | ELSEWHERE == {(s, a) for s in scenarios for a in apps}, sorted(
+        {(s, a) for s in scenarios for a in apps} ^ (HERE | ELSEWHERE))
+    assert not HERE & ELSEWHERE
+
+
+def test_books_orders_on_quarkus_and_spring_mvc() -> None:
+    compare("books-orders", ("quarkus", "spring-mvc"), "APPS=quarkus spring-mvc")
+
+
+def test_greeting_on_both_spring_apps() -> None:
+    compare("greeting", ("spring-mvc", "spring-webflux"), "APPS=spring-mvc spring-webflux")
+
+
+def test_hello_latency_on_quarkus() -> None:
+    before = run_dirs()
+    done = make("bench", "APP=quarkus", "SCENARIO=hello-latency", "RATE=50", "DURATION=10s", "WARMUP=5s")
+    assert done.returncode == 0, tail(done.stdout, 80)
+    created = sorted(run_dirs() - before)
+    assert len(created) == 1, created
+    assert_complete_without_errors("quarkus", "hello-latency", created[0])
+
+
+def test_plaintext_json_runs_ours_beside_techempowers_quarkus() -> None:
+    """Our three apps and TechEmpower's Quarkus: built from their checkout (apps/peers/tfb-quarkus.yml),
+    deployed, verified (their /plaintext answers 'Hello, world!': TechEmpower's verifier ignores the
+    case, so does ours). Its artifact is a directory (quarkus-app/, deployed as one tar) and it
+    declares no metrics endpoint: Prometheus does not scrape it, its run says its own metrics are
+    unobserved, and a warm re-deploy after the run changes nothing."""
+    if not (TFB_DIR / "frameworks" / "Java" / "quarkus" / "pom.xml").is_file():
+        pytest.skip(f"no TechEmpower checkout at {TFB_DIR} (PERFLAB_TFB_DIR)")
+    before = run_dirs()
+    apps = ("quarkus", "spring-mvc", "spring-webflux", "tfb-quarkus")
+    compare("plaintext-json", apps, f"APPS={' '.join(apps)}", f"TFB_DIR={TFB_DIR}")
+    theirs = sorted(run_dirs() - before)[-1]
+    unobserved = read_json(RESULTS / theirs / "observations.json")["unobserved"]
+    assert "declares no metrics endpoint is not scraped" in unobserved["statements_per_request"], unobserved
+    listed = on_host("app[0]", "ls /opt/perflab/app /opt/perflab/app/quarkus-app")
+    assert "quarkus-run.jar" in listed and "perflab-quarkus.jar" not in listed, listed
+    assert "[]" in on_host("monitoring[0]", "cat /etc/prometheus/file_sd/app.yml")
+    again = make("deploy", "APP=tfb-quarkus", f"TFB_DIR={TFB_DIR}", timeout=1200)
+    assert again.returncode == 0, tail(again.stdout)
+    assert all(count == 0 for count in changed_counts(again.stdout).values()), tail(again.stdout, 120)
