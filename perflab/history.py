@@ -12,8 +12,9 @@ The columns:
   app, variant                  the app's name; its variant (perflab.model.app_variant)
   scenario, rate, tool, profile the comparable set (perflab.report.SetKey): scenario, asked req/s,
                                 load generator, resource profile
-  commit                        the project's commit: empty, no run records it yet (context.json's
-                                versions name the load generator, Java, the database and Ansible)
+  commit                        the project's commit the run was made with (context.json's versions:
+                                perflab, "-dirty" with uncommitted changes); empty for runs made
+                                outside a git checkout or before the bench recorded it
   verdict                       audit.json's VALID, WARN or INVALID
   achieved_rate                 req/s completed
   p50_ms, p99_ms, p999_ms       corrected latency
@@ -108,7 +109,7 @@ def row(run: report.Run) -> Row | None:
         rate=result.target_rate,
         tool=result.tool,
         profile=run.profile,
-        commit=None,  # no run records the project's commit (see the module's docstring)
+        commit=result.versions.get("perflab"),
         verdict=verdict.status,
         achieved_rate=result.achieved_rate,
         p50_ms=latency.get("50"),

@@ -35,6 +35,7 @@ NOT_JUDGED = {
     "unknown": {"20260103T105000Z-quarkus-greeting"},  # no status.json
 }
 MOVED_START = "2026-11-21T15:00:00+02:00"
+COMMIT = "3e4b7e6a1b2c-dirty"
 SKIPPED_LINE = ("perflab: history: 10 run(s) not judged, no row (empty 1, incomplete 1, no verdict 2, unknown 1, "
                 "unreadable 5); `perflab report` says why\n")
 
@@ -47,6 +48,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = full_results(tmp_path_factory.mktemp("results"))
     moved = tree / GOOD_RUNS[0].run_id / "result.json"
     moved.write_text(json.dumps({**_json(moved), "started_at": MOVED_START}, indent=2), encoding="utf-8")
+    # One run made with a recorded commit (the bench's versions.perflab), with changes not committed.
+    made = tree / SIDE_BY_SIDE[0].run_id / "result.json"
+    stored = _json(made)
+    made.write_text(json.dumps({**stored, "versions": {**stored["versions"], "perflab": COMMIT}}, indent=2),
+                    encoding="utf-8")
     for run_id, tier in ((SIDE_BY_SIDE[0].run_id, "app"), (SIDE_BY_SIDE[1].run_id, None)):
         (tree / run_id / "attribution.json").write_text(json.dumps({
             "limiting_tier": tier, "sentence": "limited by the app" if tier else "no tier was saturated",
@@ -116,8 +122,9 @@ def test_every_cell_as_the_run_files_say(results: Path, written: subprocess.Comp
         assert _number(row["app_cpu_s_per_1000_requests"]) == verdict["app_cpu_s_per_1000_requests"]
         rss = verdict["app_max_rss_bytes"]
         assert _number(row["app_max_rss_mib"]) == (rss / MIB if rss is not None else None)
-        assert row["commit"] == ""  # no run records the project's commit: left empty, never made up
-        assert "commit" not in json.dumps(result["versions"])
+        # The commit the run recorded; empty where it recorded none, never made up.
+        assert row["commit"] == (COMMIT if row["run_id"] == SIDE_BY_SIDE[0].run_id else ""), row
+        assert row["commit"] == result["versions"].get("perflab", "")
 
 
 def test_known_figures_of_the_side_by_side_runs(results: Path, written: subprocess.CompletedProcess[str]) -> None:
