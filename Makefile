@@ -300,6 +300,11 @@ bench-loadgen: $(VENV_STAMP) build-prereqs $(VEGETA) ## On a lab that is up: loa
 	@$(BIN)/perflab app build quarkus
 	INVENTORY="$(INVENTORY)" $(BIN)/python tests/bench/bench_loadgen.py
 
+.PHONY: bench-loadgen-alone
+bench-loadgen-alone: $(VENV_STAMP) $(VEGETA) ## No lab needed: each load generator alone on one core against nginx on another (wrk2 from PERFLAB_WRK2_ARCHIVE, vegeta with and without its exporter): CPU-s per 1,000 requests, the highest rate one core sends within 80%
+	@scripts/apt-need.sh "the load generators' own benchmark (a static server; wrk2's build)" nginx-light build-essential libssl-dev zlib1g-dev curl
+	$(BIN)/python tests/bench/bench_loadgen_alone.py $(if $(RATES),--rates '$(RATES)')
+
 .PHONY: bench-lab
 bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run
 	$(BIN)/python tests/bench/bench_lab.py

@@ -1,0 +1,236 @@
+"""make bench-loadgen-alone: what each load generator costs on a core of its own, so that the lab
+knows the rate one loadgen core sends within the audit's 80% budget (issue 10, "Performance").
+Prints figures; it is a benchmark, not a test, and needs no lab.
+
+The lab's own sweep (make bench-loadgen) stops where the app under test or the loadgen host's
+shared core gives out (on the local default the loadgen shares core 0 with the DB, Prometheus and
+the controller). Here each tool runs alone, pinned to one core (taskset), against a static server
+that is never the limit: nginx answering every path with 200 and a 13-byte body, pinned to another
+core. Each tool runs as the lab runs it for the greeting scenario (the cheapest workload, so the
+tool's own cost is what is measured): wrk2 from the pinned source with the scenario's Lua script
+and its done() percentile table, vegeta with the lab's -lazy JSON targets written beforehand by
+perflab_targets.py and its -prometheus-addr exporter on (the lab scrapes it), then vegeta without
+the exporter. For each rate: the requests sent, the rate achieved (wrk2: over its recorded window;
+vegeta: the requests scheduled within the window that succeeded), the tool's CPU (user + system of
+its process, from wait4) per 1,000 requests, and how busy it kept its core; then the highest rate
+it kept within 80% of the core.
+
+    python tests/bench/bench_loadgen_alone.py [--tools wrk2 vegeta vegeta-no-exporter] [--rates "5000 10000 20000"]
+        [--seconds 20] [--tool-core 0] [--server-core 1]
+
+wrk2 is built once into build/wrk2-<commit>/ from the archive $PERFLAB_WRK2_ARCHIVE (its sha256
+checked against the loadgen role's pin); without one it is left out, saying why. vegeta is
+build/vegeta (make vegeta).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from perflab import vegeta, wrk2
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULTS = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text(encoding="utf-8"))
+SCRIPTS = ROOT / "roles/loadgen/files"
+VEGETA = ROOT / "build/vegeta"
+SCENARIO = yaml.safe_load((ROOT / "scenarios/greeting.yml").read_text(encoding="utf-8"))
+BUDGET = 0.80  # the audit's loadgen_cpu threshold (perflab thresholds)
+MIN_ACHIEVED = 0.95  # the audit's achieved_rate threshold
+PORT = 18080
+EXPORTER_PORT = 18880
+# wrk2 records nothing in its first 10 s + 5 ms x connections per thread: the invocation runs that
+# much longer than the seconds measured (as the lab's measured phase does).
+CALIBRATION_S = 11
+
+
+@dataclass(frozen=True)
+class Step:
+    rate: int
+    requests: int
+    achieved: float
+    cpu_s: float
+    wall_s: float
+
+    @property
+    def per_1000(self) -> float:
+        return self.cpu_s * 1000 / max(self.requests, 1)
+
+    @property
+    def busy(self) -> float:
+        return self.cpu_s / self.wall_s
+
+    @property
+    def kept(self) -> bool:
+        return self.busy <= BUDGET and self.achieved >= MIN_ACHIEVED * self.rate
+
+
+def wrk2_binary() -> tuple[Path | None, str]:
+    """build/wrk2-<commit>/wrk, built from $PERFLAB_WRK2_ARCHIVE once; or None and why not."""
+    commit = str(DEFAULTS["loadgen_wrk2_version"])
+    built = ROOT / "build" / f"wrk2-{commit}" / "wrk"
+    if built.is_file():
+        return built, f"wrk2 {commit[:12]}, built before from the pinned archive"
+    archive = Path(os.environ.get("PERFLAB_WRK2_ARCHIVE") or "/nonexistent")
+    if not archive.is_file():
+        return None, "no wrk2 archive: set PERFLAB_WRK2_ARCHIVE to the pinned source (see roles/loadgen)"
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if digest != DEFAULTS["loadgen_wrk2_archive_sha256"]:
+        return None, f"{archive} has sha256 {digest}, not the pinned {DEFAULTS['loadgen_wrk2_archive_sha256']}"
+    source = built.parent
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(source), "--strip-components=1"], check=True)
+    print(f"building wrk2 {commit[:12]} into {source} (about 25 s)", flush=True)
+    made = subprocess.run(["make", f"-j{os.cpu_count() or 1}"], cwd=source, capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        return None, "wrk2 did not build:\n" + made.stdout[-2000:] + made.stderr[-2000:]
+    return built, f"wrk2 {commit[:12]}, built from {archive.name} (sha256 verified)"
+
+
+@contextmanager
+def static_server(core: int) -> Iterator[str]:
+    """nginx on 127.0.0.1:PORT, one worker pinned to CORE, 200 and 'Hello, World!' for every path."""
+    with tempfile.TemporaryDirectory(prefix="perflab-nginx-") as home:
+        config = Path(home) / "nginx.conf"
+        config.write_text(f"""
+daemon off; worker_processes 1; pid {home}/nginx.pid; error_log stderr error;
+events {{ worker_connections 65536; multi_accept on; }}
+http {{
+  access_log off; keepalive_requests 100000000; keepalive_timeout 300s;
+  client_body_temp_path {home}; proxy_temp_path {home}; fastcgi_temp_path {home}; uwsgi_temp_path {home};
+  scgi_temp_path {home};
+  server {{ listen 127.0.0.1:{PORT} backlog=65535; location / {{ return 200 "Hello, World!"; }} }}
+}}
+""", encoding="utf-8")
+        server = subprocess.Popen(["taskset", "-c", str(core), "nginx", "-c", str(config), "-p", home])
+        try:
+            for _ in range(50):
+                try:
+                    subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://127.0.0.1:{PORT}/"], check=True, timeout=2)
+                    break
+                except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                    time.sleep(0.1)
+            yield f"http://127.0.0.1:{PORT}"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def measured(argv: list[str], env: dict[str, str], core: int) -> tuple[float, float, str]:
+    """Run ARGV pinned to CORE; its CPU seconds (user + system, from wait4), wall seconds, stdout."""
+    with tempfile.TemporaryFile("w+") as out:
+        started = time.monotonic()
+        process = subprocess.Popen(["taskset", "-c", str(core), *argv], env={**os.environ, **env}, stdout=out,
+                                   stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.monotonic() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if process.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited {process.returncode}:\n{text[-2000:]}")
+    # taskset execs the tool: the process measured is the tool's.
+    return usage.ru_utime + usage.ru_stime, wall, text
+
+
+def connections(rate: int) -> int:
+    """The lab's connections for this rate (roles/loadgen vars: at most the scenario's)."""
+    threads, most = int(SCENARIO["threads"]), int(SCENARIO["connections"])
+    needed = max(threads, -(-rate // 10), -(-2 * rate * int(SCENARIO["slo_p99_ms"]) // 1000), min(4 * threads, rate))
+    needed = min(needed, max(threads, int(1.5 * rate)))
+    return min(most, -(-needed // threads) * threads)
+
+
+def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int) -> Step:
+    threads, conns = int(SCENARIO["threads"]), connections(rate)
+    with tempfile.TemporaryDirectory(prefix="perflab-wrk2-") as work:
+        table_path = Path(work) / "percentiles.json"
+        env = {"WRK_THREADS": str(threads), "WRK_CONNECTIONS": str(conns), "PERFLAB_PERCENTILES": str(table_path),
+               "GREETING_NAME": str(SCENARIO.get("greeting_name", "perflab")), "KEY_PHASE": "1"}
+        cpu, wall, text = measured(
+            [str(binary), "-t", str(threads), "-c", str(conns), "-d", f"{seconds + CALIBRATION_S}s", "-R", str(rate),
+             "--latency", "-s", str(SCRIPTS / "wrk2" / "greeting.lua"), url], env, core)
+        output = wrk2.parse(text)
+        table = wrk2.check_table(output, wrk2.parse_percentiles(table_path.read_text(encoding="utf-8")))
+    return Step(rate, output.requests, table.recorded_success_rate, cpu, wall)
+
+
+def run_vegeta(url: str, rate: int, seconds: int, core: int, exporter: bool) -> Step:
+    with tempfile.TemporaryDirectory(prefix="perflab-vegeta-") as work:
+        targets, results = Path(work) / "targets.jsonl", Path(work) / "results.bin"
+        # Written before the attack, as the bench does: not in the tool's CPU time.
+        subprocess.run([sys.executable, str(SCRIPTS / "vegeta/perflab_targets.py"), "--script", "greeting",
+                        "--base-url", url, "--count", str(rate * (seconds + 1)), "--threads", str(SCENARIO["threads"]),
+                        "--key-phase", "1", "--output", str(targets)], check=True)
+        argv = [str(VEGETA), "attack", "-lazy", "-format=json", f"-targets={targets}", f"-rate={rate}/1s",
+                f"-duration={seconds}s", "-max-body=0", "-timeout=30s", f"-workers={connections(rate)}",
+                f"-max-workers={rate * 30}", f"-output={results}"]
+        if exporter:
+            argv.append(f"-prometheus-addr=127.0.0.1:{EXPORTER_PORT}")
+        cpu, wall, _ = measured(argv, {}, core)
+        encoded = subprocess.run([str(VEGETA), "encode", "-to", "json", str(results)], capture_output=True, check=True)
+    result = vegeta.to_run_result([vegeta.parse(encoded.stdout)], [float(rate)], duration_s=float(seconds))
+    return Step(rate, result.requests, result.achieved_rate, cpu, wall)
+
+
+def table(name: str, steps: list[Step]) -> None:
+    print(f"\n{name}: alone on one core, greeting against nginx on another")
+    print(f"  {'rate/s':>7} {'requests':>9} {'achieved/s':>10} {'tool CPU-s':>10} {'core busy':>9} "
+          f"{'CPU-s/1000 req':>14} {'req/s per core':>14}  within 80% and 95% of the rate")
+    for step in steps:
+        print(f"  {step.rate:>7} {step.requests:>9} {step.achieved:>10.1f} {step.cpu_s:>10.2f} {step.busy:>9.0%} "
+              f"{step.per_1000:>14.4f} {1000 / step.per_1000:>14.0f}  {'yes' if step.kept else 'no'}")
+    kept = [step for step in steps if step.kept]
+    if kept:
+        best = max(kept, key=lambda step: step.rate)
+        print(f"{name}: highest rate kept within {BUDGET:.0%} of one core: {best.rate} req/s "
+              f"({best.busy:.0%} busy, {best.per_1000:.4f} CPU-s per 1,000 requests)")
+    else:
+        print(f"{name}: no rate kept within {BUDGET:.0%} of one core")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", nargs="+", default=["wrk2", "vegeta", "vegeta-no-exporter"],
+                        choices=["wrk2", "vegeta", "vegeta-no-exporter"])
+    parser.add_argument("--rates", default="2000 5000 10000 20000 30000")
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--tool-core", type=int, default=0)
+    parser.add_argument("--server-core", type=int, default=1)
+    args = parser.parse_args()
+    rates = [int(rate) for rate in args.rates.split()]
+    binary, how = wrk2_binary() if "wrk2" in args.tools else (None, "")
+    with static_server(args.server_core) as url:
+        for tool in args.tools:
+            if tool == "wrk2" and binary is None:
+                print(f"\nwrk2: not measured: {how}")
+                continue
+            if tool != "wrk2" and not VEGETA.is_file():
+                print(f"\n{tool}: not measured: no {VEGETA} (make vegeta)")
+                continue
+            steps = []
+            for rate in rates:
+                step = (run_wrk2(binary, url, rate, args.seconds, args.tool_core) if tool == "wrk2" and binary
+                        else run_vegeta(url, rate, args.seconds, args.tool_core, exporter=tool == "vegeta"))
+                steps.append(step)
+                if step.busy > 1.0 or step.achieved < 0.5 * rate:
+                    break  # the core is full: higher rates only fall further behind
+            table(f"{tool} ({how})" if tool == "wrk2" else tool, steps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
