@@ -358,8 +358,8 @@ def to_jsonable(value: object) -> JsonValue:
     raise TypeError(f"cannot store {type(value).__name__} as JSON")
 
 
-def dumps(value: object) -> str:
-    return json.dumps(to_jsonable(value), indent=2, sort_keys=False, allow_nan=False) + "\n"
+def dumps(value: object, indent: int | None = 2) -> str:
+    return json.dumps(to_jsonable(value), indent=indent, sort_keys=False, allow_nan=False) + "\n"
 
 
 def schema_version(cls: type) -> int:
