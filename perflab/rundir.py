@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from perflab.attribution import Attribution
 from perflab.audit import Status, Verdict
-from perflab.model import NOT_STORED, RunContext, RunResult, SchemaError, dumps, load_document
+from perflab.model import NOT_STORED, RunContext, RunResult, SchemaError, dumps, json_schema, load_document
 from perflab.observations import Observations
 from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, Utilization
 from perflab.timeseries import TimeSeries
@@ -443,3 +444,45 @@ def read_sweep(sweep_dir: Path) -> Sweep:
 def write_sweep(sweep_dir: Path, sweep: Sweep) -> None:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     _write(sweep_dir / SWEEP, dumps(sweep))
+
+
+# ---------------------------------------------------------------------------------------------
+# The files' JSON Schemas: perflab/schemas/<file>.schema.json, generated from the models
+
+
+SCHEMAS_DIR = Path(__file__).resolve().with_name("schemas")
+MODELS: dict[str, type] = {
+    STATUS: RunStatus, BENCH_INPUTS: BenchInputs, DB_SESSIONS: DbSessionList, CONTEXT: RunContext,
+    OBSERVATIONS: Observations, RESULT: RunResult, AUDIT: Verdict, ATTRIBUTION: Attribution,
+    UTILIZATION: Utilization, TIMESERIES: TimeSeries, SWEEP: Sweep,
+}
+
+
+def schema_name(file_name: str) -> str:
+    """status.json -> status.schema.json"""
+    return file_name.removesuffix(".json") + ".schema.json"
+
+
+def schemas() -> dict[str, str]:
+    """Every run file's JSON Schema, by its file name under perflab/schemas/."""
+    return {schema_name(name): json.dumps(json_schema(model, name), indent=2) + "\n" for name, model in MODELS.items()}
+
+
+def main(argv: list[str]) -> int:
+    """python -m perflab.rundir [DIR] (make schemas): write every run file's JSON Schema into DIR
+    (default: perflab/schemas/)."""
+    if len(argv) > 1:
+        print("usage: python -m perflab.rundir [DIR]", file=sys.stderr)
+        return 2
+    directory = Path(argv[0]) if argv else SCHEMAS_DIR
+    if not directory.is_dir():
+        print(f"perflab rundir: {directory} is not a directory", file=sys.stderr)
+        return 2
+    for name, text in schemas().items():
+        (directory / name).write_text(text, encoding="utf-8")
+        print(f"wrote {directory / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
