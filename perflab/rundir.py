@@ -18,6 +18,7 @@ missing or an unknown one is refused with its name), each with its own schema_ve
 | attribution.json | perflab.attribution.Attribution |
 | utilization.json | perflab.observe.Utilization |
 | timeseries.json | perflab.timeseries.TimeSeries |
+| verify.json | VerifyReport (here; perflab.verify judges the verify phase) |
 | sweep.json | Sweep (here; perflab.sweep runs and judges it) |
 
 Their JSON Schemas, generated from these models, are perflab/schemas/<file>.schema.json (`make
@@ -59,6 +60,7 @@ AUDIT = "audit.json"
 ATTRIBUTION = "attribution.json"
 UTILIZATION = "utilization.json"
 TIMESERIES = "timeseries.json"
+VERIFY = "verify.json"
 SWEEP = "sweep.json"
 
 T = TypeVar("T")
@@ -243,6 +245,39 @@ class DbSessionList:
 
 
 @dataclass(frozen=True)
+class VerifyCheck:
+    """One request type of the verify phase: its answers and DB statements against the contract."""
+
+    name: str  # "GET /zipcodes/{zip}"
+    ok: bool
+    check: str  # the check that failed, or what passed, one line
+    answers: dict[str, int]  # status (or "no answer") -> count
+    expected_statements_per_request: dict[str, float]  # the contract's, by kind
+    statements_per_request: tuple[dict[str, float], ...]  # each burst's
+    answers_shown: tuple[dict[str, Any], ...]  # a few answers as verify_app.py received them, bodies cut short
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyReport:
+    """verify.json: the verify phase's verdict before any load (perflab.verify; `perflab verify check
+    --output`), with where and how it was measured."""
+
+    schema_version: int = 1
+    status: Literal["ok", "failed"]
+    reason: str | None  # the first failing check
+    scenario: str | None
+    base_url: str | None
+    db_host: str | None  # where the statements were counted
+    burst: int | None  # requests a burst
+    attempts: int | None  # measured bursts a type
+    tolerance: float | None  # statements per request a type may be off by
+    skipped: tuple[str, ...]  # the scenario's endpoints the verify has no request for
+    own_statements_per_reading: dict[str, float] | None  # the reader's own, taken off
+    seconds: float | None  # how long verify_app.py took
+    types: tuple[VerifyCheck, ...]
+
+
+@dataclass(frozen=True)
 class Step:
     """One rate of a sweep, as its run's files judge it (perflab.sweep.read_step)."""
 
@@ -342,7 +377,7 @@ _WHAT: dict[type, str] = {
     RunStatus: "a perflab run status", BenchInputs: "the bench's inputs", DbSessionList: "the DB's sessions",
     RunContext: "a perflab run context", Observations: "perflab observations", RunResult: "a perflab result",
     Verdict: "a perflab verdict", Attribution: "a perflab attribution", Utilization: "a perflab utilization",
-    TimeSeries: "a perflab time series", Sweep: "a perflab sweep",
+    TimeSeries: "a perflab time series", VerifyReport: "a perflab verify report", Sweep: "a perflab sweep",
 }
 
 
@@ -437,6 +472,12 @@ def write_timeseries(run_dir: Path, series: TimeSeries) -> None:
     _write(run_dir / TIMESERIES, series.to_json())
 
 
+def save_verify(path: Path, report: VerifyReport) -> None:
+    """verify.json where `perflab verify check --output` is told to put it (roles/bench/tasks/verify.yml:
+    the run's directory)."""
+    _write(path, dumps(report))
+
+
 def read_sweep(sweep_dir: Path) -> Sweep:
     return _read(sweep_dir / SWEEP, Sweep)
 
@@ -454,7 +495,7 @@ SCHEMAS_DIR = Path(__file__).resolve().with_name("schemas")
 MODELS: dict[str, type] = {
     STATUS: RunStatus, BENCH_INPUTS: BenchInputs, DB_SESSIONS: DbSessionList, CONTEXT: RunContext,
     OBSERVATIONS: Observations, RESULT: RunResult, AUDIT: Verdict, ATTRIBUTION: Attribution,
-    UTILIZATION: Utilization, TIMESERIES: TimeSeries, SWEEP: Sweep,
+    UTILIZATION: Utilization, TIMESERIES: TimeSeries, VERIFY: VerifyReport, SWEEP: Sweep,
 }
 
 

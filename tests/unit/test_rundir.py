@@ -71,7 +71,8 @@ def _within(stored: Any, written: Any) -> bool:
 
 def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
     """A vegeta run as `perflab collect` leaves it (Prometheus closed: no utilization.json, whose
-    stored examples are above), and a sweep over two such runs as perflab.sweep saves it."""
+    stored examples are above), and a sweep over two such runs as perflab.sweep saves it
+    (verify.json: tests/unit/test_verify.py; db-sessions.json: below)."""
     run_dir = run_dir_with(tmp_path, bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], []),
                            {"vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
     done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
@@ -84,7 +85,7 @@ def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
     written = [*run_dir.glob("*.json"), tmp_path / "sweep" / rundir.SWEEP]
     for path in written:
         jsonschema.validate(json.loads(path.read_text()), schema(path.name))
-    assert {path.name for path in written} == set(rundir.MODELS) - {rundir.UTILIZATION, rundir.DB_SESSIONS}
+    assert {path.name for path in written} == set(rundir.MODELS) - {rundir.UTILIZATION, rundir.DB_SESSIONS, rundir.VERIFY}
 
 
 def _copy_content(task_file: Path) -> str:
