@@ -185,9 +185,6 @@ class Observer:
         base = found or Observations()
         self.found = replace(base, unobserved=dict(base.unobserved))
 
-    def _unobserved(self, name: str, reason: str) -> None:
-        self.found.unobserved[name] = reason
-
     # -- small helpers ------------------------------------------------------------------------
 
     def _by_route(self, at: float) -> dict[tuple[str, str, str], float]:

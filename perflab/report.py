@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import html
-import json
 import math
 import os
 import statistics
@@ -51,7 +50,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from perflab import repetitions, reproduce, rundir, timeseries, vegeta, wrk2
 from perflab.audit import Status, Verdict

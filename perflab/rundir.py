@@ -2,8 +2,10 @@
 
 A run's data travels between processes as files under results/<run-id>/ (docs/ARCHITECTURE.md,
 "Controller-side files"); a sweep's as results/<id>-sweep/sweep.json. This module is the only
-code that opens them: `read_<file>(directory)` and `write_<file>(directory, value)`. Each file
-has one typed model, read and written by perflab.model's loader (a field of the wrong type, a
+code that opens them: `read_<file>(directory)` and `write_<file>(directory, value)`, and where a
+command is given the file's path instead of its directory (`perflab judge RESULT.json`, `perflab
+verify check --output`), `load_<file>(path)` and `save_<file>(path, value)`. Each file has one
+typed model, read and written by perflab.model's loader (a field of the wrong type, a
 missing or an unknown one is refused with its name), each with its own schema_version:
 
 | file | model |
@@ -23,12 +25,13 @@ missing or an unknown one is refused with its name), each with its own schema_ve
 
 Their JSON Schemas, generated from these models, are perflab/schemas/<file>.schema.json (`make
 schemas`; a unit test fails when they drift). Ansible writes status.json, bench-inputs.json and
-db-sessions.json itself (roles/bench: a copy task costs nothing, a perflab process a second per
-run); they carry the version these models read, and are checked against the model when read.
+db-sessions.json itself (roles/bench: a copy task costs the run nothing, a perflab process about a
+second per file); they carry the version these models read, and are checked against the model
+when read.
 
 Files written before they carried a schema_version (status.json, bench-inputs.json,
-db-sessions.json) read as version 1, their shape then. Writes are atomic (a
-temporary file renamed over the old one): a reader never sees half a file.
+db-sessions.json) read as version 1, their shape then. Writes are atomic (a temporary file
+renamed over the old one): a reader never sees half a file.
 """
 
 from __future__ import annotations
