@@ -22,6 +22,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from perflab import attribution, audit, observe, rundir, timeseries, vegeta, wrk2
@@ -367,10 +368,11 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
                          for tier, sample in inputs.cpu_start.items()),
         warmup_s=inputs.run.warmup_s,
         db_sessions=sessions,
-        unobserved={} if sessions is not None else {"db_sessions": sessions_reason},
     )
     tier_cpus = {tier: (sample.host, sample.cpus) for tier, sample in inputs.cpu_start.items()}
     observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled)
+    if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
+        observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
     allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
     return observations, _utilization(prometheus_url, window, run_dir, allotted)
 

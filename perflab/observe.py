@@ -182,7 +182,7 @@ class Observer:
         self.prom = prometheus
         self.window = window
         self.app = app
-        base = found or Observations()
+        base = found if found is not None else Observations()
         self.found = replace(base, unobserved=dict(base.unobserved))
 
     # -- small helpers ------------------------------------------------------------------------
