@@ -1,13 +1,15 @@
-"""perflab.rundir, the one owner of a run's files: the stored runs at hand still load, every file
-matches the JSON Schema checked in for it (and that schema is what `make schemas` writes), and
-what Ansible writes itself (status.json, db-sessions.json, bench-inputs.json) is what the models
-read: its tasks are rendered here as Ansible renders them."""
+"""perflab.rundir, the one owner of a run's files: the runs stored before it (the report's lab run,
+and a run and a sweep perflab wrote at 9627f40) still load and report, every file matches the
+JSON Schema checked in for it (and that schema is what `make schemas` writes), and what Ansible
+writes itself (status.json, db-sessions.json, bench-inputs.json) is what the models read: its
+tasks are rendered here as Ansible renders them."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +20,8 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from perflab import rundir, sweep
-from perflab.model import dumps
+from perflab import report, rundir, sweep
+from perflab.model import dumps, load_document
 
 from .helpers import UNIT_DIR, VEGETA_FIXTURES
 from .test_cli import perflab
@@ -32,6 +34,9 @@ BENCH_TASKS = REPO / "roles" / "bench" / "tasks"
 
 # The stored runs at hand, each file as it was written then (tests/report/fixtures/README.md).
 STORED = sorted(path for path in REPORT_FIXTURES.glob("*/*.json"))
+# Every file of a run and a sweep as perflab wrote them before rundir (fixtures/runs-9627f40/README.md).
+BEFORE = UNIT_DIR / "fixtures" / "runs-9627f40"
+BEFORE_RUN = "20261120T090000Z-quarkus-greeting"
 READERS = {rundir.CONTEXT: rundir.read_context, rundir.OBSERVATIONS: rundir.read_observations,
            rundir.UTILIZATION: rundir.read_utilization}
 
@@ -67,6 +72,29 @@ def _within(stored: Any, written: Any) -> bool:
     if isinstance(stored, list):
         return isinstance(written, list) and len(stored) == len(written) and all(map(_within, stored, written))
     return bool(stored == written)
+
+
+def test_a_run_and_a_sweep_written_before_rundir_load_and_report_as_they_did(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(BEFORE, results, ignore=shutil.ignore_patterns("*.md"))
+    shutil.copy(VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", results / BEFORE_RUN / "vegeta-measure.jsonl.gz")
+    stored = sorted(results.glob("*/*.json"))
+    assert {path.name for path in stored} == set(rundir.MODELS) - {rundir.UTILIZATION}
+    for path in stored:
+        jsonschema.validate(json.loads(path.read_text()), schema(path.name))
+    run_dir = results / BEFORE_RUN
+    assert rundir.read_status(run_dir).schema_version == 1  # written without one: read as the first
+    assert rundir.read_bench_inputs(run_dir).run.scenario.name == "greeting"
+    assert [s.tls for s in rundir.read_db_sessions(run_dir).sessions] == [True]
+    assert rundir.read_timeseries(run_dir).phase("measure") is not None
+    assert rundir.read_result(run_dir).app == rundir.read_context(run_dir).app
+    verified = load_document(rundir.VerifyReport, json.loads((run_dir / rundir.VERIFY).read_text()), unversioned=True)
+    assert verified.status == "ok" and len(verified.types) == 2  # no program reads it: the model can
+    loaded = report.load(results)
+    (run,) = loaded.runs
+    assert run.judged and run.verdict == rundir.read_audit(run_dir) and run.attribution is not None
+    assert loaded.problems == [f"{BEFORE_RUN}: no utilization.json: no Prometheus data for this run; utilization not recorded"]
+    assert loaded.sweeps["20261120T085900Z-quarkus-greeting-sweep"].max_sustainable_rate == 200
 
 
 def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
