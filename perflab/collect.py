@@ -158,7 +158,7 @@ def timeseries_of(run_dir: Path) -> str:
     try:
         if (run_dir / rundir.BENCH_INPUTS).exists():
             inputs = rundir.read_bench_inputs(run_dir)
-            tool, names = inputs.run.tool, list(inputs.raw_files)
+            tool, names = inputs.run.tool, list(inputs.measured_files)
             duration_s, warmup_s = inputs.run.duration_s, inputs.run.warmup_s
             rates = host_rates(inputs)
         else:
@@ -174,8 +174,9 @@ def timeseries_of(run_dir: Path) -> str:
 
 
 def host_rates(inputs: BenchInputs) -> list[float]:
-    """Each loadgen host's share of the rate, in raw_files' order: as the bench split it, else equal shares."""
-    return list(inputs.run.host_rates) or [inputs.run.scenario.rate / len(inputs.raw_files)] * len(inputs.raw_files)
+    """Each loadgen host's share of the rate, in measured_files' order: as the bench split it, else equal shares."""
+    hosts = len(inputs.measured_files)
+    return list(inputs.run.host_rates) or [inputs.run.scenario.rate / hosts] * hosts
 
 
 def with_context(result: RunResult, context_file: Path) -> RunResult:
@@ -406,7 +407,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     observations, utilization_note = _observations(inputs, run_dir, prometheus_url)
     rundir.write_observations(run_dir, observations)
 
-    files = [run_dir / name for name in inputs.raw_files]
+    files = [run_dir / name for name in inputs.measured_files]
     notes: list[str] = []
     if run.tool == "wrk2":
         result, notes = wrk2_result(files, [run_dir / name for name in inputs.percentile_files], run.scenario.rate)

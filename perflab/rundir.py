@@ -208,7 +208,6 @@ class BenchInputs:
     schema_version: int = 1
     run_id: str
     raw_output: str
-    raw_files: tuple[str, ...]  # the measured phase's raw output of every loadgen host, in the inventory's order
     run: LoadgenRun
     measure_started_at: str
     measure_ended_at: str
@@ -218,6 +217,8 @@ class BenchInputs:
     tiers: dict[str, tuple[str, ...]]  # tier -> its hosts
     hosts: dict[str, HostInputs]
     versions: dict[str, str | None]
+    # The measured phase's raw output of every loadgen host, in the inventory's order (measured_files).
+    raw_files: tuple[str, ...] = ()
     percentile_files: tuple[str, ...] = ()  # wrk2's percentile table of each loadgen host, in the same order
     db_delay_ms: int = 0
     quiet_s: float = 0.0
@@ -226,6 +227,12 @@ class BenchInputs:
     warmup_started_at: str | None = None
     loadgen_hosts_cpu: dict[str, HostCpuSamples] = field(default_factory=dict)  # several loadgen hosts: each one's
     start_skew_ms: int | float | None = None  # how far apart the loadgen hosts started (ms), as the play rounded it
+
+    @property
+    def measured_files(self) -> tuple[str, ...]:
+        """The measured phase's raw output of every loadgen host: raw_files, or raw_output alone in
+        inputs written before the bench ran several loadgen hosts (and kept raw_files)."""
+        return self.raw_files or (self.raw_output,)
 
 
 @dataclass(frozen=True)

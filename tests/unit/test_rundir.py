@@ -221,3 +221,14 @@ def test_the_results_directory_has_one_default(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("PERFLAB_RESULTS_DIR", str(tmp_path))
     assert rundir.results_dir() == tmp_path
     assert rundir.results_dir(tmp_path / "given") == tmp_path / "given"
+
+
+def test_bench_inputs_from_before_several_loadgen_hosts_still_load(tmp_path: Path) -> None:
+    """bench-inputs.json as the bench wrote it on 2026-11-23 (de90f87..bd45f77): one raw output, no
+    raw_files, percentile tables, scrape interval, repetition or loadgen hosts' CPU."""
+    document = bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], [])
+    for key in ("raw_files", "percentile_files", "scrape_interval_s", "repetition", "loadgen_hosts_cpu", "start_skew_ms"):
+        document.pop(key, None)
+    (tmp_path / rundir.BENCH_INPUTS).write_text(json.dumps(document))
+    inputs = rundir.read_bench_inputs(tmp_path)
+    assert (inputs.measured_files, inputs.scrape_interval_s, inputs.repetition) == (("vegeta-measure.jsonl.gz",), 5.0, {})
