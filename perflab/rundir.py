@@ -373,7 +373,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _parsed(path: Path, cls: type[T], parse: Callable[[str], T]) -> T:
-    """A file whose model parses its own text (TimeSeries, Observations): its errors as RunFileError."""
+    """A file whose model parses its own text (Observations drops a retired field first): its
+    errors as RunFileError."""
     text = _text(path)
     _document(path, text)  # what is not JSON is refused in the same words as every other file
     try:
@@ -475,7 +476,7 @@ def write_utilization(run_dir: Path, utilization: Utilization | None) -> None:
 
 
 def read_timeseries(run_dir: Path) -> TimeSeries:
-    return _parsed(run_dir / TIMESERIES, TimeSeries, TimeSeries.from_json)
+    return _read(run_dir / TIMESERIES, TimeSeries)
 
 
 def write_timeseries(run_dir: Path, series: TimeSeries) -> None:
