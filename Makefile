@@ -41,6 +41,10 @@ dashboards: $(VENV_STAMP) ## Generate the Grafana dashboards dashboards/*.json f
 roledocs: $(VENV_STAMP) ## Generate the variables section of every roles/*/README.md from the role's meta/argument_specs.yml and defaults (commit the output; a unit test fails on drift)
 	$(BIN)/python -m perflab.roledoc roles
 
+.PHONY: schemas
+schemas: $(VENV_STAMP) ## Generate the JSON Schema of every file of a run, perflab/schemas/*.schema.json, from perflab/rundir.py's models (commit the output; a unit test fails on drift)
+	$(BIN)/python -m perflab.rundir perflab/schemas
+
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
 	@scripts/apt-need.sh "the unit tests (the wrk2 Lua scripts run under luajit)" luajit

@@ -552,11 +552,19 @@ def app_cost(run: RunResult, obs: Observations) -> AppCost:
     return AppCost(per_1000, obs.app_max_rss_bytes, f"{cpu_text}; {rss_text}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
+    """The run's verdict, every rule's outcome and what the app spent: audit.json (perflab.rundir
+    reads and writes it; `perflab judge --json` prints it)."""
+
+    schema_version: int = 1
     status: Status  # the worst of the evaluated rules; never NOT_EVALUATED
     rules: tuple[RuleResult, ...]
-    app_cost: AppCost  # stated beside the verdict, never part of it
+    # The app's cost (AppCost), stated beside the verdict, never part of it; absent from audit.json
+    # written before perflab stated it.
+    app_cost: str = ""
+    app_cpu_s_per_1000_requests: float | None = None
+    app_max_rss_bytes: float | None = None
 
     @property
     def not_evaluated(self) -> tuple[RuleResult, ...]:
@@ -573,4 +581,6 @@ def audit(run: RunResult, observations: Observations | None = None, thresholds: 
     results = tuple(rule(run, obs, thresholds) for rule in RULES)
     evaluated = [r.status for r in results if r.status is not Status.NOT_EVALUATED]
     status = max(evaluated, key=_SEVERITY.__getitem__, default=Status.VALID)
-    return Verdict(status, results, app_cost(run, obs))
+    cost = app_cost(run, obs)
+    return Verdict(status=status, rules=results, app_cost=cost.sentence,
+                   app_cpu_s_per_1000_requests=cost.cpu_s_per_1000_requests, app_max_rss_bytes=cost.max_rss_bytes)

@@ -52,16 +52,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perflab import audit, collect, compare, history, manifest, report, reproduce, sweep, verify, watch
+from perflab import audit, collect, compare, history, manifest, report, reproduce, rundir, sweep, verify, watch
 from perflab.collect import InputError
-from perflab.model import RunResult, SchemaError
-from perflab.observations import Observations
+from perflab.model import RunResult, dumps
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -187,9 +185,6 @@ def _rates(text: str) -> list[float]:
     return [_positive_rate(part.strip()) for part in text.split(",")]
 
 
-_read = collect.read_text
-
-
 def _parse_wrk2(args: argparse.Namespace) -> int:
     files: list[Path] = args.files
     tables: list[Path] = args.percentiles or []
@@ -223,7 +218,7 @@ def _parse_vegeta(args: argparse.Namespace) -> int:
 
 
 def _with_context(result: RunResult, context_file: Path | None) -> RunResult:
-    return result if context_file is None else collect.with_context(result, _read(context_file), context_file)
+    return result if context_file is None else collect.with_context(result, context_file)
 
 
 def _print_result(name: str, result: RunResult, as_json: bool, notes: Sequence[str] = ()) -> None:
@@ -235,17 +230,15 @@ def _print_result(name: str, result: RunResult, as_json: bool, notes: Sequence[s
 
 def _audit(args: argparse.Namespace) -> int:
     try:
-        result = RunResult.from_json(_read(args.result))
-    except SchemaError as exc:
-        raise InputError(f"{args.result}: not a perflab result: {exc}") from None
-    observations = None
-    if args.observations is not None:
-        try:
-            observations = Observations.from_json(_read(args.observations))
-        except SchemaError as exc:
-            raise InputError(f"{args.observations}: not perflab observations: {exc}") from None
+        result = rundir.load_result(args.result)
+        observations = None if args.observations is None else rundir.load_observations(args.observations)
+    except rundir.RunFileError as exc:
+        raise InputError(str(exc)) from None
     verdict = audit.audit(result, observations)
-    print(json.dumps(collect.audit_document(verdict), indent=2) if args.json else collect.audit_text(verdict))
+    if args.json:
+        sys.stdout.write(dumps(verdict))
+    else:
+        print(collect.audit_text(verdict))
     return _EXIT_BY_STATUS[verdict.status]
 
 

@@ -18,19 +18,19 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from perflab import attribution, audit, observe, timeseries, vegeta, wrk2
+from perflab import attribution, audit, observe, rundir, timeseries, vegeta, wrk2
+from perflab.model import (AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext, Repetition, RunResult,
+                           ScenarioRun)
 from perflab.observations import DbSessions, Observations, Placement, TierCpu
-from perflab.model import (SCHEMA_VERSION, AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext,
-                           Repetition, RunResult, ScenarioRun, SchemaError)
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
+from perflab.rundir import BenchInputs, CpuSample, RunFileError
 
 EXIT_COLLECTED = 0
 EXIT_BAD_INPUT = 4
@@ -56,16 +56,6 @@ def read_bytes(path: Path) -> bytes:
         raise InputError(f"{path}: is a directory, not a file") from None
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from None
-
-
-def write(path: Path, text: str) -> None:
-    """Write `text` to `path` whole or not at all: a reader never sees half a file."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,46 +148,46 @@ def write_timeseries(run_dir: Path, files: Sequence[Path], rates: Sequence[float
             series = timeseries.from_vegeta(measure, None, notes)
         except ParseError as exc:
             raise InputError(str(exc)) from None
-    write(run_dir / timeseries.FILE_NAME, series.to_json())
+    rundir.write_timeseries(run_dir, series)
     measured = series.phase("measure")
     assert measured is not None
     warm = series.phase("warmup")
-    return (f"{timeseries.FILE_NAME}: {measured.seconds} s of the measured phase"
+    return (f"{rundir.TIMESERIES}: {measured.seconds} s of the measured phase"
             + (f", {warm.seconds} s of warm-up" if warm is not None else ", no warm-up"))
 
 
 def timeseries_of(run_dir: Path) -> str:
     """`perflab collect --timeseries`: timeseries.json of a run already collected, from the files
     bench-inputs.json names, else from result.json's (one loadgen host); says what it wrote."""
-    inputs_path = run_dir / "bench-inputs.json"
-    if inputs_path.exists():
-        try:
-            inputs = json.loads(read_text(inputs_path))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{inputs_path}: not JSON (line {exc.lineno}: {exc.msg})") from None
-        run = inputs["run"]
-        tool, names = run["tool"], list(inputs["raw_files"])
-        rate, duration_s, warmup_s = float(run["scenario"]["rate"]), float(run["duration_s"]), float(run["warmup_s"])
-        rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(names)] * len(names)
-    else:
-        result_path = run_dir / "result.json"
-        try:
-            result = RunResult.from_json(read_text(result_path))
-        except SchemaError as exc:
-            raise InputError(f"{result_path}: not a perflab result: {exc}") from None
-        tool, names = result.tool, [result.raw_output or ""]
-        rates, duration_s = [result.target_rate], result.duration_s
-        warmup_s = result.scenario.warmup_s if result.scenario is not None else 0.0
+    try:
+        if (run_dir / rundir.BENCH_INPUTS).exists():
+            inputs = rundir.read_bench_inputs(run_dir)
+            tool, names = inputs.run.tool, list(inputs.measured_files)
+            duration_s, warmup_s = inputs.run.duration_s, inputs.run.warmup_s
+            rates = host_rates(inputs)
+        else:
+            result = rundir.read_result(run_dir)
+            tool, names = result.tool, [result.raw_output or ""]
+            rates, duration_s = [result.target_rate], result.duration_s
+            warmup_s = result.scenario.warmup_s if result.scenario is not None else 0.0
+    except RunFileError as exc:
+        raise InputError(str(exc)) from None
     if tool != "vegeta":
         raise InputError(f"{run_dir}: a {tool} run: only vegeta keeps every request (wrk2 keeps a histogram)")
     return write_timeseries(run_dir, [run_dir / name for name in names], rates, duration_s, warmup_s)
 
 
-def with_context(result: RunResult, context_text: str, where: Path) -> RunResult:
+def host_rates(inputs: BenchInputs) -> list[float]:
+    """Each loadgen host's share of the rate, in measured_files' order: as the bench split it, else equal shares."""
+    hosts = len(inputs.measured_files)
+    return list(inputs.run.host_rates) or [inputs.run.scenario.rate / hosts] * hosts
+
+
+def with_context(result: RunResult, context_file: Path) -> RunResult:
     try:
-        return result.with_context(RunContext.from_json(context_text))
-    except (SchemaError, ValueError) as exc:
-        raise InputError(f"{where}: not a perflab run context: {exc}") from None
+        return result.with_context(rundir.load_context(context_file))
+    except RunFileError as exc:
+        raise InputError(str(exc)) from None
 
 
 def result_text(name: str, result: RunResult, notes: Sequence[str] = ()) -> str:
@@ -230,25 +220,13 @@ def _latency_line(label: str, latency: LatencyDistribution) -> str:
 # The verdict (perflab judge)
 
 
-def audit_document(verdict: audit.Verdict) -> dict[str, Any]:
-    """audit.json: the verdict, every rule with its evidence, the app's cost."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": verdict.status.value,
-        "rules": [{"rule": r.rule, "status": r.status.value, "evidence": r.evidence} for r in verdict.rules],
-        "app_cost": verdict.app_cost.sentence,
-        "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
-        "app_max_rss_bytes": verdict.app_cost.max_rss_bytes,
-    }
-
-
 def audit_text(verdict: audit.Verdict) -> str:
     """The verdict, then every rule, the failed ones first, then the app's cost."""
     order = [audit.Status.INVALID, audit.Status.WARN, audit.Status.VALID, audit.Status.NOT_EVALUATED]
     lines = [f"verdict: {verdict.status.value}"]
     lines += [f"  {rule.status.value:<13} {rule.rule}: {rule.evidence}"
               for rule in sorted(verdict.rules, key=lambda r: order.index(r.status))]
-    lines.append(f"app cost: {verdict.app_cost.sentence}")
+    lines.append(f"app cost: {verdict.app_cost}")
     return "\n".join(lines)
 
 
@@ -260,104 +238,95 @@ def audit_text(verdict: audit.Verdict) -> str:
 _PLUMBING = ("PERFLAB_PERCENTILES",)
 
 
-def context(inputs: dict[str, Any]) -> RunContext:
-    run = inputs["run"]
-    scenario = run["scenario"]
-    environment = run["phases"]["measure"]["environment"]
+def context(inputs: BenchInputs) -> RunContext:
+    run = inputs.run
+    scenario = run.scenario
+    measure = run.phases.get("measure")
+    environment = measure.environment if measure is not None else {}
     parameters = {k: str(v) for k, v in environment.items() if not k.startswith(_PLUMBING)}
-    parameters.update(tool=run["tool"], tool_reason=run.get("tool_reason", ""), target_url=run["target_url"],
-                      db_delay_ms=str(inputs["db_delay_ms"]))
-    if inputs.get("start_skew_ms") is not None:
+    parameters.update(tool=run.tool, tool_reason=run.tool_reason, target_url=run.target_url,
+                      db_delay_ms=str(inputs.db_delay_ms))
+    if inputs.start_skew_ms is not None:
         # How far apart the loadgen hosts started, against the instant they agreed on.
-        parameters["start_skew_ms"] = str(inputs["start_skew_ms"])
-    host_rates = run.get("host_rates") or []
-    if len(host_rates) > 1:
+        parameters["start_skew_ms"] = str(inputs.start_skew_ms)
+    if len(run.host_rates) > 1:
         # Each loadgen host's share of the rate, in the inventory's order ("50,50", as --host-rates takes them).
         parameters["host_rates"] = ",".join(
-            str(int(rate)) if isinstance(rate, float) and rate.is_integer() else str(rate) for rate in host_rates)
-    if scenario.get("max_workers"):
+            str(int(rate)) if rate.is_integer() else str(rate) for rate in run.host_rates)
+    if run.scenario.max_workers is not None:
         # vegeta's -max-workers as sized to the loadgen host: past it, vegeta sends late.
-        parameters["vegeta_max_workers"] = str(scenario["max_workers"])
-    if int(run.get("calibration_ms") or 0) > 0:
+        parameters["vegeta_max_workers"] = str(run.scenario.max_workers)
+    if run.calibration_ms > 0:
         # wrk2 records nothing in its calibration: the measured invocation ran that much longer.
-        parameters["wrk2_calibration_ms"] = str(run["calibration_ms"])
-        recorded_from = _unix(inputs["measure_started_at"]) + int(run["calibration_ms"]) / 1000
+        parameters["wrk2_calibration_ms"] = str(run.calibration_ms)
+        recorded_from = _unix(inputs.measure_started_at) + run.calibration_ms / 1000
         parameters["recorded_window"] = (
             f"{datetime.datetime.fromtimestamp(recorded_from, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
-            f" .. {inputs['measure_ended_at']}")
-    deployment = inputs["deployment"]
-    memory = deployment.get("memory_max_mb")
-    machines = {tier: sample["machine"] for tier, sample in inputs["cpu_start"].items()}
+            f" .. {inputs.measure_ended_at}")
+    deployment = inputs.deployment
+    memory = deployment.memory_max_mb
+    machines = {tier: sample.machine for tier, sample in inputs.cpu_start.items()}
     hosts = []
-    for tier, names in inputs["tiers"].items():
+    for tier, names in inputs.tiers.items():
         for name in names:
-            facts = inputs["hosts"].get(name, {})
+            facts = inputs.hosts.get(name) or rundir.HostInputs()
             hosts.append(HostFacts(
-                tier=tier, host=name, machine=machines.get(tier) if name == inputs["cpu_start"][tier]["host"] else None,
-                cpus=int(facts["cpus"]) if facts.get("cpus") else None,
-                memory_mb=int(facts["memory_mb"]) if facts.get("memory_mb") else None,
-                os=facts.get("os") or None, kernel=facts.get("kernel") or None,
+                tier=tier, host=name, machine=machines.get(tier) if name == inputs.cpu_start[tier].host else None,
+                cpus=int(facts.cpus) if facts.cpus else None,
+                memory_mb=int(facts.memory_mb) if facts.memory_mb else None,
+                os=facts.os or None, kernel=facts.kernel or None,
             ))
     return RunContext(
-        started_at=inputs["measure_started_at"],
-        ended_at=inputs["measure_ended_at"],
+        started_at=inputs.measure_started_at,
+        ended_at=inputs.measure_ended_at,
         scenario=ScenarioRun(
-            name=scenario["name"], rate=float(scenario["rate"]), duration_s=float(run["duration_s"]),
-            warmup_s=float(run["warmup_s"]), connections=int(scenario["connections"]),
-            threads=int(scenario["threads"]), parameters=parameters, slo_p99_ms=_slo_p99_ms(scenario),
+            name=scenario.name, rate=scenario.rate, duration_s=run.duration_s, warmup_s=run.warmup_s,
+            connections=scenario.connections, threads=scenario.threads, parameters=parameters,
+            slo_p99_ms=scenario.slo_p99_ms,
         ),
         app=AppSettings(
-            name=deployment["app"], profile=deployment.get("profile"),
-            jvm_options=tuple(str(o) for o in deployment.get("jvm_opts") or ()),
-            environment={k: str(v) for k, v in (deployment.get("env") or {}).items()},
-            cpus=",".join(str(c) for c in deployment.get("cpu_affinity") or ()) or None,
+            name=deployment.app, profile=deployment.profile,
+            jvm_options=deployment.jvm_opts,
+            environment={k: str(v) for k, v in deployment.env.items()},
+            cpus=",".join(str(c) for c in deployment.cpu_affinity) or None,
             memory_limit=f"{memory} MB" if memory not in (None, "", "None") else None,
-            start_to_first_request_ms=float(deployment["start_to_ready_ms"]),
+            start_to_first_request_ms=deployment.start_to_ready_ms,
         ),
         hosts=tuple(hosts),
-        versions={k: str(v) for k, v in inputs["versions"].items() if v},
-        raw_output=inputs["raw_output"],
-        repetition=_repetition(inputs.get("repetition")),
+        versions={k: v for k, v in inputs.versions.items() if v},
+        raw_output=inputs.raw_output,
+        repetition=_repetition(inputs.repetition),
     )
 
 
-def _repetition(given: Any) -> Repetition | None:
-    """bench_repetition as bench-inputs.json keeps it ({} or absent: a run made once)."""
+def _repetition(given: dict[str, str | int]) -> Repetition | None:
+    """bench_repetition as bench-inputs.json keeps it ({}: a run made once)."""
     if not given:
         return None
     return Repetition(group=str(given["group"]), index=int(given["index"]), of=int(given["of"]))
 
 
-def _slo_p99_ms(scenario: dict[str, Any]) -> float | None:
-    """The scenario's p99 SLO as the bench ran it (SLO_P99_MS= applied); None where bench-inputs.json has none."""
-    value = scenario.get("slo_p99_ms")
-    return None if value is None else float(value)
-
-
-def cpu_seconds(inputs: dict[str, Any]) -> dict[str, float]:
+def cpu_seconds(inputs: BenchInputs) -> dict[str, float]:
     """CPU seconds each tier's host used between the two samples around the measured phase."""
-    return {
-        tier: (inputs["cpu_end"][tier]["usage_usec"] - start["usage_usec"]) / 1e6
-        for tier, start in inputs["cpu_start"].items()
-    }
+    return {tier: (inputs.cpu_end[tier].usage_usec - start.usage_usec) / 1e6 for tier, start in inputs.cpu_start.items()}
 
 
-def sample_cpu(start: dict[str, Any], end: dict[str, Any]) -> TierCpu:
-    """The CPU a host used between two cgroup samples ({"usage_usec", "cpus", "at", ...}): its busy
-    cores over the seconds between them, against the CPUs it may use."""
-    window_s = max(end["at"] - start["at"], 1e-3)
-    used_s = (end["usage_usec"] - start["usage_usec"]) / 1e6
-    return TierCpu(busy_cores=used_s / window_s, allotted_cores=len(start["cpus"]), window_s=window_s)
+def sample_cpu(start: CpuSample, end: CpuSample) -> TierCpu:
+    """The CPU a host used between two cgroup samples: its busy cores over the seconds between
+    them, against the CPUs it may use."""
+    window_s = max(end.at - start.at, 1e-3)
+    used_s = (end.usage_usec - start.usage_usec) / 1e6
+    return TierCpu(busy_cores=used_s / window_s, allotted_cores=len(start.cpus), window_s=window_s)
 
 
-def loadgen_cpus(inputs: dict[str, Any]) -> tuple[TierCpu, dict[str, TierCpu] | None]:
+def loadgen_cpus(inputs: BenchInputs) -> tuple[TierCpu, dict[str, TierCpu] | None]:
     """The loadgen tier's CPU and, when several loadgen hosts shared the run (bench-inputs.json's
-    loadgen_hosts_cpu: {host: {"start": sample, "end": sample}}), each one's; the tier's figure is
-    then the busiest host's, the one that limits. With one host or none listed: the tier's samples."""
-    hosts = inputs.get("loadgen_hosts_cpu") or {}
+    loadgen_hosts_cpu), each one's; the tier's figure is then the busiest host's, the one that
+    limits. With one host or none listed: the tier's samples."""
+    hosts = inputs.loadgen_hosts_cpu
     if len(hosts) <= 1:
-        return sample_cpu(inputs["cpu_start"]["loadgen"], inputs["cpu_end"]["loadgen"]), None
-    by_host = {host: sample_cpu(samples["start"], samples["end"]) for host, samples in hosts.items()}
+        return sample_cpu(inputs.cpu_start["loadgen"], inputs.cpu_end["loadgen"]), None
+    by_host = {host: sample_cpu(samples.start, samples.end) for host, samples in hosts.items()}
     return max(by_host.values(), key=lambda cpu: cpu.busy_fraction), by_host
 
 
@@ -367,95 +336,66 @@ def _unix(iso: str) -> float:
 
 def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
     """The DB's client sessions at the end of the window (roles/bench/tasks/db_sessions.yml); where
-    the DB did not answer, the bench wrote why instead ({"unavailable": <one line>})."""
-    path = run_dir / "db-sessions.json"
-    if not path.exists():
-        return None, "the run recorded no DB sessions (db-sessions.json missing)"
+    the DB did not answer, the bench wrote why instead."""
+    if not (run_dir / rundir.DB_SESSIONS).exists():
+        return None, f"the run recorded no DB sessions ({rundir.DB_SESSIONS} missing)"
     try:
-        found = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(found, dict):
-        raise InputError(f"{path}: not the DB's sessions: a JSON {type(found).__name__}, not an object")
-    if "unavailable" in found:
-        return None, f"the DB's sessions could not be listed: {found['unavailable']}"
-    sessions = found.get("sessions") or []
-    if not sessions:
+        found = rundir.read_db_sessions(run_dir)
+    except RunFileError as exc:
+        raise InputError(str(exc)) from None
+    if found.unavailable is not None:
+        return None, f"the DB's sessions could not be listed: {found.unavailable}"
+    if not found.sessions:
         return None, "no network session of the app's DB user was open at the end of the window"
-    tls = sum(1 for s in sessions if s.get("tls"))
-    return DbSessions(total=len(sessions), tls=tls), ""
+    return DbSessions(total=len(found.sessions), tls=sum(1 for s in found.sessions if s.tls)), ""
 
 
-def _observations(inputs: dict[str, Any], run_dir: Path, prometheus_url: str) -> tuple[Observations, str]:
-    def tier_cpu(tier: str) -> TierCpu:
-        return sample_cpu(inputs["cpu_start"][tier], inputs["cpu_end"][tier])
-
+def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tuple[Observations, str]:
+    """The run's observations (the bench's CPU samples and DB sessions, then what Prometheus saw)
+    and utilization.json, written; says what became of the latter."""
     loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
-    window = observe.Window(_unix(inputs["measure_started_at"]), _unix(inputs["measure_ended_at"]),
-                            quiet_s=float(inputs.get("quiet_s", 0.0)),
-                            scrape_interval_s=float(inputs.get("scrape_interval_s", observe.DEFAULT_SCRAPE_INTERVAL_S)))
+    window = observe.Window(_unix(inputs.measure_started_at), _unix(inputs.measure_ended_at),
+                            quiet_s=inputs.quiet_s, scrape_interval_s=inputs.scrape_interval_s)
     # Wait until Prometheus has scraped every target after the window and its quiet time, and the
     # DB once more (the lab's own statements at rest).
     time.sleep(max(0.0, window.end + window.settled_s - time.time()))
-    tier_cpus = {tier: (sample["host"], tuple(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
-    found = observe.observe(Prometheus(prometheus_url), window, inputs["deployment"]["app"], tier_cpus)
     sessions, sessions_reason = db_sessions(run_dir)
-    unobserved = dict(found.unobserved)
-    if sessions is None:
-        unobserved["db_sessions"] = sessions_reason
-    version = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", inputs["versions"].get("database") or "")
+    version = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", inputs.versions.get("database") or "")
     database = (f"{'MariaDB' if version.group(3) or version.group(1) == 'MariaDB' else 'MySQL'} {version.group(2)}"
                 if version else "the database")
-    observations = Observations(
+    sampled = Observations(
         source=f"cgroup cpu.stat of each tier's host, sampled by playbooks/bench.yml around the measured phase, "
                f"and Prometheus at {prometheus_url} "
-               f"({inputs['measure_started_at']} .. {inputs['measure_ended_at']})",
+               f"({inputs.measure_started_at} .. {inputs.measure_ended_at})",
         loadgen_cpu=loadgen_cpu,
         loadgen_hosts=loadgen_hosts,
-        app_cpu=tier_cpu("app"),
-        db_cpu=tier_cpu("db"),
-        db_disk_busy=found.db_disk_busy,
-        db_name=f"{database} on {inputs['cpu_start']['db']['host']}",
-        placements=tuple(
-            Placement(tier=tier, host=sample["host"], machine=sample["machine"], cpus=tuple(sample["cpus"]))
-            for tier, sample in inputs["cpu_start"].items()
-        ),
-        warmup_s=float(inputs["run"]["warmup_s"]),
-        write_share_by_third=found.write_share_by_third,
+        app_cpu=sample_cpu(inputs.cpu_start["app"], inputs.cpu_end["app"]),
+        db_cpu=sample_cpu(inputs.cpu_start["db"], inputs.cpu_end["db"]),
+        db_name=f"{database} on {inputs.cpu_start['db'].host}",
+        placements=tuple(Placement(tier=tier, host=sample.host, machine=sample.machine, cpus=sample.cpus)
+                         for tier, sample in inputs.cpu_start.items()),
+        warmup_s=inputs.run.warmup_s,
         db_sessions=sessions,
-        statements_per_request=found.statements_per_request,
-        expected_statements_per_request=found.expected_statements_per_request,
-        jit_compile_s=found.jit_compile_s,
-        app_max_rss_bytes=found.app_max_rss_bytes,
-        cpus_busy=found.cpus_busy,
-        saturation=found.saturation,
-        app_jvm_started_at=found.app_jvm_started_at,
-        db_down_s=found.db_down_s,
-        db_down_from=found.db_down_from,
-        unobserved=unobserved,
     )
-    allotted = {tier: float(len(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
+    tier_cpus = {tier: (sample.host, sample.cpus) for tier, sample in inputs.cpu_start.items()}
+    observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled)
+    if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
+        observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
+    allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
     return observations, _utilization(prometheus_url, window, run_dir, allotted)
 
 
 def _utilization(prometheus_url: str, window: observe.Window, run_dir: Path, allotted: dict[str, float]) -> str:
     """utilization.json (docs/ARCHITECTURE.md); absent when Prometheus had no data. Says what it did."""
-    target = run_dir / "utilization.json"
     try:
-        series = observe.utilization(Prometheus(prometheus_url), window, allotted)
+        utilization = observe.utilization(Prometheus(prometheus_url), window, allotted)
     except PrometheusError as error:
-        target.unlink(missing_ok=True)
+        rundir.write_utilization(run_dir, None)
         return f"utilization.json not written: {error}"
-    if not series:
-        target.unlink(missing_ok=True)
+    rundir.write_utilization(run_dir, utilization)
+    if utilization is None:
         return "utilization.json not written: Prometheus had no per-tier CPU or memory in the window"
-    document = {
-        "schema_version": 1, "source": prometheus_url, "start": window.start, "end": window.end, "step_s": window.scrape_interval_s,
-        "tiers": {tier: {"allotted_cores": s.allotted_cores, "busy_cores": [list(p) for p in s.busy_cores],
-                         "memory_bytes": [list(p) for p in s.memory_bytes]} for tier, s in series.items()},
-    }
-    target.write_text(json.dumps(document) + "\n", encoding="utf-8")
-    return f"utilization.json: {', '.join(series)}"
+    return f"utilization.json: {', '.join(utilization.tiers)}"
 
 
 def attribution_text(found: attribution.Attribution) -> str:
@@ -464,43 +404,40 @@ def attribution_text(found: attribution.Attribution) -> str:
 
 def collect(run_dir: Path, prometheus_url: str) -> str:
     """Write every file of the run in order (see the module's docstring); returns what to print."""
-    inputs_path = run_dir / "bench-inputs.json"
     try:
-        inputs: dict[str, Any] = json.loads(read_text(inputs_path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{inputs_path}: not JSON (line {exc.lineno}: {exc.msg})") from None
-    run = inputs["run"]
-    context_text = context(inputs).to_json() + "\n"
-    write(run_dir / "context.json", context_text)
+        inputs = rundir.read_bench_inputs(run_dir)
+    except RunFileError as exc:
+        raise InputError(str(exc)) from None
+    run = inputs.run
+    run_context = context(inputs)
+    rundir.write_context(run_dir, run_context)
     observations, utilization_note = _observations(inputs, run_dir, prometheus_url)
-    write(run_dir / "observations.json", observations.to_json() + "\n")
+    rundir.write_observations(run_dir, observations)
 
-    files = [run_dir / name for name in inputs["raw_files"]]
-    rate = float(run["scenario"]["rate"])
+    files = [run_dir / name for name in inputs.measured_files]
     notes: list[str] = []
-    host_rates = [float(r) for r in run.get("host_rates") or []] or [rate / len(files)] * len(files)
+    rates = host_rates(inputs)
     # Several loadgen hosts (run.hosts, in the order of the raw files): each one's share is judged too.
-    hosts = [str(host) for host in run.get("hosts") or []] if len(files) > 1 else []
-    if run["tool"] == "wrk2":
-        result, notes = wrk2_result(files, [run_dir / name for name in inputs.get("percentile_files") or []], rate,
-                                    shares=list(zip(hosts, host_rates)))
+    hosts = list(run.hosts) if len(files) > 1 else []
+    if run.tool == "wrk2":
+        result, notes = wrk2_result(files, [run_dir / name for name in inputs.percentile_files], run.scenario.rate,
+                                    shares=list(zip(hosts, rates)))
     else:
         attacks = vegeta_attacks(files)
-        result = vegeta_result(files, host_rates, float(run["duration_s"]), rate, attacks, hosts=hosts)
-    result = with_context(result, context_text, run_dir / "context.json")
-    write(run_dir / "result.json", result.to_json() + "\n")
+        result = vegeta_result(files, rates, run.duration_s, run.scenario.rate, attacks, hosts=hosts)
+    result = result.with_context(run_context)
+    rundir.write_result(run_dir, result)
     timeseries_note = ""
-    if run["tool"] != "wrk2":
-        timeseries_note = write_timeseries(run_dir, files, host_rates, float(run["duration_s"]),
-                                           float(run["warmup_s"]), attacks)
+    if run.tool != "wrk2":
+        timeseries_note = write_timeseries(run_dir, files, host_rates(inputs), run.duration_s, run.warmup_s, attacks)
 
     verdict = audit.audit(result, observations)
-    write(run_dir / "audit.json", json.dumps(audit_document(verdict), indent=2) + "\n")
+    rundir.write_audit(run_dir, verdict)
     found = attribution.attribute(result, observations)
-    write(run_dir / "attribution.json", found.to_json())
-    status = {"status": "complete", "run_id": inputs["run_id"], "verdict": verdict.status.value,
-              "started_at": inputs["measure_started_at"], "ended_at": inputs["measure_ended_at"]}
-    write(run_dir / "status.json", json.dumps(status, indent=4) + "\n")
+    rundir.write_attribution(run_dir, found)
+    rundir.write_status(run_dir, rundir.RunStatus(
+        status="complete", run_id=inputs.run_id, verdict=verdict.status,
+        started_at=inputs.measure_started_at, ended_at=inputs.measure_ended_at))
 
     seconds = cpu_seconds(inputs)
     loadgen_per_1000 = seconds.get("loadgen", 0.0) * 1000 / max(result.requests, 1)

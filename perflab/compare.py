@@ -22,15 +22,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perflab import manifest, repetitions
-from perflab.sweep import ROOT, run_bench
+from perflab import manifest, repetitions, rundir
+from perflab.audit import Verdict
+from perflab.model import RunResult
+from perflab.rundir import RunFileError
+from perflab.sweep import run_bench
 
 MIB = 1024 * 1024
 MAX_REPEAT = 20
@@ -49,55 +51,60 @@ class Row:
     app: str
     run_dir: Path | None
     repetition: str  # "2/3", "" for a run made once
-    result: dict[str, Any] | None  # result.json of a complete run
-    audit: dict[str, Any]
+    result: RunResult | None  # result.json of a complete run
+    audit: Verdict | None  # audit.json; None where it is missing or unreadable
     state: str  # "complete", "incomplete: <why>", "no run (...)"
+
+    @property
+    def verdict(self) -> str | None:
+        return self.audit.status.value if self.audit is not None else None
 
     def cells(self) -> list[str]:
         """The row's cells in HEADER's order ("" where a run that did not complete has no figure)."""
         run = self.run_dir.name if self.run_dir else "-"
         if self.result is None:
             return [self.app, run, self.state, *[""] * (len(HEADER) - 4), self.repetition]
-        percentiles = self.result["latency_corrected"]["percentiles_ms"]
-        errors = " ".join(f"{kind}={count}" for kind, count in self.result["errors"].items() if count) or "none"
+        percentiles = self.result.latency_corrected.percentiles_ms
+        errors = " ".join(f"{kind}={count}" for kind, count in self.result.errors.by_kind().items()) or "none"
         return [
             self.app, run, self.state,
-            f"{self.result['target_rate']:g}", f"{self.result['achieved_rate']:.1f}", self.result["tool"],
+            f"{self.result.target_rate:g}", f"{self.result.achieved_rate:.1f}", self.result.tool,
             *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
-            errors, self.audit.get("status", "?"),
-            _figure(self.audit.get("app_cpu_s_per_1000_requests"), 1, "{:.3f}"),
-            _figure(self.audit.get("app_max_rss_bytes"), MIB, "{:.1f}"),
+            errors, self.verdict or "?",
+            _figure(_cpu(self), 1, "{:.3f}"),
+            _figure(self.audit.app_max_rss_bytes if self.audit else None, MIB, "{:.1f}"),
             self.repetition,
         ]
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def read_row(app: str, run_dir: Path | None, repetition: str = "") -> Row:
     if run_dir is None:
-        return Row(app, None, repetition, None, {}, "no run (rejected before it started)")
-    status = _read(run_dir / "status.json") or {}
-    result = _read(run_dir / "result.json")
-    audit = _read(run_dir / "audit.json") or {}
-    if status.get("status") != "complete" or result is None:
-        reason = status.get("failed_step") or status.get("reason", "no status.json")
+        return Row(app, None, repetition, None, None, "no run (rejected before it started)")
+    status: rundir.RunStatus | None
+    result: RunResult | None
+    audit: Verdict | None
+    try:
+        status = rundir.read_status(run_dir)
+    except RunFileError:
+        status = None
+    try:
+        result = rundir.read_result(run_dir)
+    except RunFileError:
+        result = None
+    try:
+        audit = rundir.read_audit(run_dir)
+    except RunFileError:
+        audit = None
+    if status is None or status.status != "complete" or result is None:
+        reason = ("no status.json" if status is None else status.failed_step or status.reason
+                  or ("no readable result.json" if status.status == "complete" else "no reason recorded"))
         return Row(app, run_dir, repetition, None, audit, f"incomplete: {reason}")
     return Row(app, run_dir, repetition, result, audit, "complete")
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _figure(value: Any, unit: float, spec: str) -> str:
+def _figure(value: float | None, unit: float, spec: str) -> str:
     """An audit figure in UNIT, or "-" where the audit did not state it (not observed, older audit.json)."""
-    number = _number(value)
-    return "-" if number is None else spec.format(number / unit)
+    return "-" if value is None else spec.format(value / unit)
 
 
 HEADER = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict",
@@ -113,15 +120,15 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def _achieved(row: Row) -> float | None:
-    return _number(row.result["achieved_rate"]) if row.result else None
+    return row.result.achieved_rate if row.result else None
 
 
 def _p99(row: Row) -> float | None:
-    return _number(row.result["latency_corrected"]["percentiles_ms"].get("99")) if row.result else None
+    return row.result.latency_corrected.percentiles_ms.get("99") if row.result else None
 
 
 def _cpu(row: Row) -> float | None:
-    return _number(row.audit.get("app_cpu_s_per_1000_requests"))
+    return row.audit.app_cpu_s_per_1000_requests if row.audit else None
 
 
 # The figures summed up over repetitions: name, lower is better, the figure of one row.
@@ -133,7 +140,7 @@ def summary(rows: Sequence[Row]) -> list[str]:
     """Per app, each figure's median [range] over its complete runs judged VALID or WARN, and per
     figure which apps cannot be told from the best (their ranges overlap)."""
     apps = list(dict.fromkeys(row.app for row in rows))
-    judged = [row for row in rows if row.result is not None and row.audit.get("status") in ("VALID", "WARN")]
+    judged = [row for row in rows if row.result is not None and row.verdict in ("VALID", "WARN")]
     lines = ["perflab compare: median [lowest-highest] over each app's complete runs judged VALID or WARN"]
     spreads: dict[str, dict[str, repetitions.Spread | None]] = {}
     for app in apps:
@@ -197,7 +204,7 @@ def register(commands: Any) -> None:
     sub.add_argument("--apps", default="", help="space-separated app names or manifest paths (APPS=)")
     sub.add_argument("--variants", default="", help="VARIANT= words, key=value: each applies to the apps that have it")
     sub.add_argument("--repeat", type=_repeat, default=1, metavar="N", help="runs per app on fresh JVMs (REPEAT=)")
-    sub.add_argument("--results", type=Path, help="results directory (default: $PERFLAB_RESULTS_DIR or results/)")
+    sub.add_argument("--results", type=Path, help=rundir.RESULTS_HELP)
     sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
     sub.set_defaults(command=main)
 
@@ -213,7 +220,7 @@ def main(args: argparse.Namespace) -> int:
     except manifest.BuildError as error:
         print(f"perflab compare: {error}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+    results = rundir.results_dir(args.results)
     group = f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{args.scenario or 'compare'}"
     if args.repeat > 1:
         print(f"perflab compare: {' '.join(a.name for a in apps)}, {args.repeat} runs each in turns "
@@ -235,7 +242,7 @@ def main(args: argparse.Namespace) -> int:
                 print(table(rows))
                 return EXIT_RUN_FAILED  # bad input is the same for every app: one clear error is enough
     print(table(rows))
-    tools = sorted({row.result["tool"] for row in rows if row.result is not None})
+    tools = sorted({row.result.tool for row in rows if row.result is not None})
     if len(tools) > 1:
         print(f"perflab compare: these runs used different load generators ({', '.join(tools)}): their latencies are "
               "not comparable side by side; run again with TOOL= one of them")

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perflab import report
+from perflab import report, rundir
 from perflab.model import app_variant
 
 EXIT_WRITTEN = 0
@@ -110,7 +110,7 @@ def row(run: report.Run) -> Row | None:
         tool=result.tool,
         profile=run.profile,
         commit=result.versions.get("perflab"),
-        verdict=verdict.status,
+        verdict=verdict.status.value,
         achieved_rate=result.achieved_rate,
         p50_ms=latency.get("50"),
         p99_ms=latency.get("99"),
@@ -188,14 +188,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     "are counted on stderr.",
         epilog="exit codes: 0 written; 4 not written (results directory or output unusable)",
     )
-    sub.add_argument("--results", type=Path, default=Path(os.environ.get("PERFLAB_RESULTS_DIR") or "results"),
-                     metavar="DIR", help="the results directory (default: $PERFLAB_RESULTS_DIR, else results)")
+    sub.add_argument("--results", type=Path, metavar="DIR", help=rundir.RESULTS_HELP)
     sub.add_argument("--output", type=Path, metavar="FILE.csv", help=f"the file to write (default: DIR/{HISTORY_NAME})")
     sub.set_defaults(command=_history)
 
 
 def _history(args: argparse.Namespace) -> int:
-    results_dir: Path = args.results
+    results_dir = rundir.results_dir(args.results)
     output: Path = args.output or results_dir / HISTORY_NAME
     if not results_dir.is_dir():
         print(f"perflab: error: {results_dir}: no such results directory (RESULTS=DIR or --results DIR chooses "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 import functools
 import json
 import math
@@ -21,9 +22,13 @@ import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, Union
+from typing import Any, Literal, TypeVar, Union
 
 SCHEMA_VERSION = 1
+
+# A field's metadata that keeps it out of the file: the field is worked out while a command runs
+# (e.g. a sweep step's p50, for the table it prints) and takes its default when the file is read.
+NOT_STORED = {"perflab.stored": False}
 
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
@@ -346,10 +351,16 @@ class RunResult:
 T = TypeVar("T")
 
 
+def _stored(spec: dataclasses.Field[Any]) -> bool:
+    return spec.metadata.get("perflab.stored", True) is not False
+
+
 def to_jsonable(value: object) -> JsonValue:
     """A dataclass tree as plain JSON values; floats must be finite."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if _stored(f)}
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
     if isinstance(value, (list, tuple)):
         return [to_jsonable(item) for item in value]
     if isinstance(value, dict):
@@ -361,30 +372,65 @@ def to_jsonable(value: object) -> JsonValue:
     raise TypeError(f"cannot store {type(value).__name__} as JSON")
 
 
-def dumps(value: object) -> str:
-    return json.dumps(to_jsonable(value), indent=2, sort_keys=False, allow_nan=False) + "\n"
+def dumps(value: object, indent: int | None = 2) -> str:
+    return json.dumps(to_jsonable(value), indent=indent, sort_keys=False, allow_nan=False) + "\n"
 
 
-def loads(cls: type[T], text: str) -> T:
-    """Parse JSON `text` into dataclass `cls`, checking the schema version first."""
+def schema_version(cls: type) -> int:
+    """The version of the file a dataclass models: its schema_version field's default."""
+    spec = _schema(cls)[1].get("schema_version")
+    if spec is None or not isinstance(spec.default, int):
+        raise TypeError(f"{cls.__name__} has no schema_version field with a default")
+    return spec.default
+
+
+def loads(cls: type[T], text: str, *, unversioned: bool = False) -> T:
+    """Parse JSON `text` into dataclass `cls`, checking the schema version first: it must be the
+    class's (schema_version()); with `unversioned`, a document without one is read as that version
+    too (a file written before it carried a version, in the same shape)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SchemaError(f"not JSON: {exc}") from None
+    return load_document(cls, data, unversioned=unversioned)
+
+
+def load_document(cls: type[T], data: Any, *, unversioned: bool = False) -> T:
+    """loads() of a document already parsed from JSON."""
     if not isinstance(data, dict):
         raise SchemaError(f"expected a JSON object, found {type(data).__name__}")
+    current = schema_version(cls)
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise SchemaError(f"schema_version is {version!r}; this perflab reads {SCHEMA_VERSION}")
+    if not (version == current or (unversioned and "schema_version" not in data)):
+        raise SchemaError(f"schema_version is {version!r}; this perflab reads {current}")
     value = from_jsonable(cls, data, cls.__name__)
     if not isinstance(value, cls):
         raise TypeError(f"{cls.__name__} is not a dataclass")
     return value
 
 
+def open_fields(cls: type) -> bool:
+    """Whether a dataclass reads a document that may hold fields it does not name (and drops
+    them): one that another program writes and extends, e.g. the scenario file Ansible passes on."""
+    return bool(getattr(cls, "OPEN", False))
+
+
 def from_jsonable(hint: Any, data: Any, where: str) -> Any:
     """Build a value of type `hint` from plain JSON `data`; `where` names it in errors."""
     origin = typing.get_origin(hint)
+    if hint is Any:
+        return data
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if data not in choices or isinstance(data, bool) != isinstance(choices[0], bool):
+            raise SchemaError(f"{where}: expected {' or '.join(map(repr, choices))}, found {data!r}")
+        return data
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(data)
+        except ValueError:
+            values = " or ".join(repr(member.value) for member in hint)
+            raise SchemaError(f"{where}: expected {values}, found {data!r}") from None
     if origin in (Union, types.UnionType):
         options = typing.get_args(hint)
         if data is None:
@@ -392,18 +438,25 @@ def from_jsonable(hint: Any, data: Any, where: str) -> Any:
                 return None
             raise SchemaError(f"{where}: must not be null")
         non_null = [o for o in options if o is not type(None)]
-        if len(non_null) != 1:
-            raise TypeError(f"{where}: unions other than X | None are not supported")
-        return from_jsonable(non_null[0], data, where)
+        if len(non_null) == 1:
+            return from_jsonable(non_null[0], data, where)
+        for option in non_null:  # in the order the type names them; the first that reads it
+            try:
+                return from_jsonable(option, data, where)
+            except SchemaError:
+                continue
+        names = " or ".join(_hint_name(o) for o in non_null)
+        raise SchemaError(f"{where}: expected {names}, found {_json_type(data)}")
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(data, dict):
             raise SchemaError(f"{where}: expected an object, found {_json_type(data)}")
         hints, fields = _schema(hint)
-        unknown = sorted(set(data) - set(fields))
-        if unknown:
+        stored = {name: spec for name, spec in fields.items() if _stored(spec)}
+        unknown = sorted(set(data) - set(stored))
+        if unknown and not open_fields(hint):
             raise SchemaError(f"{where}: unknown field(s) {', '.join(unknown)}")
         kwargs: dict[str, Any] = {}
-        for name, spec in fields.items():
+        for name, spec in stored.items():
             if name in data:
                 kwargs[name] = from_jsonable(hints[name], data[name], f"{where}.{name}")
             elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
@@ -443,12 +496,71 @@ def from_jsonable(hint: Any, data: Any, where: str) -> Any:
     raise TypeError(f"{where}: unsupported type {hint!r}")
 
 
+def json_schema(cls: type, title: str) -> dict[str, JsonValue]:
+    """The JSON Schema (draft 2020-12) of the documents from_jsonable reads as dataclass `cls`:
+    the same types, the same required fields, the same refusal of unknown ones. `cls` is the
+    root; every dataclass it holds is one definition under $defs, named after its class."""
+    definitions: dict[str, JsonValue] = {}
+    _schema_of(cls, definitions)
+    root = definitions.pop(cls.__name__)
+    assert isinstance(root, dict)
+    schema: dict[str, JsonValue] = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **root}
+    if definitions:
+        schema["$defs"] = dict(sorted(definitions.items()))
+    return schema
+
+
+def _schema_of(hint: Any, definitions: dict[str, JsonValue]) -> JsonValue:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return {}
+    if origin is Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [member.value for member in hint]}
+    if origin in (Union, types.UnionType):
+        options: list[JsonValue] = [_schema_of(o, definitions) for o in typing.get_args(hint)]
+        return {"anyOf": options}
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if hint.__name__ not in definitions:
+            definitions[hint.__name__] = {}  # a placeholder: a class that holds itself refers to it
+            hints, fields = _schema(hint)
+            stored = [spec for spec in fields.values() if _stored(spec)]
+            properties: dict[str, JsonValue] = {spec.name: _schema_of(hints[spec.name], definitions) for spec in stored}
+            if "schema_version" in properties:
+                properties["schema_version"] = {"const": schema_version(hint)}
+            required: list[JsonValue] = [spec.name for spec in stored if spec.default is dataclasses.MISSING
+                                         and spec.default_factory is dataclasses.MISSING]
+            definition: dict[str, JsonValue] = {"type": "object"}
+            if hint.__doc__ and not hint.__doc__.startswith(f"{hint.__name__}("):
+                definition["description"] = " ".join(hint.__doc__.split())
+            definition.update(properties=properties, required=required, additionalProperties=open_fields(hint))
+            definitions[hint.__name__] = definition
+        return {"$ref": f"#/$defs/{hint.__name__}"}
+    if origin in (list, tuple):
+        args = typing.get_args(hint)
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            items: list[JsonValue] = [_schema_of(a, definitions) for a in args]
+            return {"type": "array", "prefixItems": items, "minItems": len(args), "maxItems": len(args)}
+        return {"type": "array", "items": _schema_of(args[0], definitions)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema_of(typing.get_args(hint)[1], definitions)}
+    simple: dict[Any, str] = {float: "number", int: "integer", str: "string", bool: "boolean", type(None): "null"}
+    if hint in simple:
+        return {"type": simple[hint]}
+    raise TypeError(f"unsupported type {hint!r}")
+
+
 @functools.cache
 def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
     """A dataclass's type hints and fields, worked out once per class: a result holds hundreds of
     spectrum points, and typing.get_type_hints is the slow part of reading them (the report reads
     hundreds of results)."""
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+
+
+def _hint_name(hint: Any) -> str:
+    return {float: "a number", int: "an integer", str: "a string", bool: "a boolean"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 def _json_type(data: object) -> str:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields, replace
 
 from perflab import tiers
 from perflab.audit import THRESHOLDS
-from perflab.observations import Saturation, StatementsPerRequest
+from perflab.observations import Observations, Saturation, StatementsPerRequest
 from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -113,26 +113,6 @@ class Window:
         return f"{max(1, round(self.seconds))}s"
 
 
-@dataclass
-class Findings:
-    """What Prometheus answered; every None has its reason in `unobserved` (but db_down_from, None
-    too when the DB was never down: db_down_s 0.0)."""
-
-    write_share_by_third: tuple[float, float, float] | None = None
-    requests: float | None = None
-    statements_per_request: StatementsPerRequest | None = None
-    expected_statements_per_request: StatementsPerRequest | None = None
-    jit_compile_s: float | None = None
-    db_disk_busy: float | None = None
-    app_max_rss_bytes: float | None = None
-    cpus_busy: dict[str, float] | None = None
-    saturation: Saturation | None = None
-    app_jvm_started_at: float | None = None
-    db_down_s: float | None = None
-    db_down_from: float | None = None
-    unobserved: dict[str, str] = field(default_factory=dict)
-
-
 def route_key(labels: Mapping[str, str]) -> tuple[str, str, str]:
     return labels.get("method", ""), labels.get("uri", ""), labels.get("status", "")
 
@@ -193,12 +173,17 @@ def write_shares(values: Iterable[Mapping[tuple[str, str, str], float]]) -> tupl
 
 
 class Observer:
-    """Queries one Prometheus about one window; each figure failing alone leaves a reason."""
+    """Queries one Prometheus about one window; each figure failing alone leaves a reason.
 
-    def __init__(self, prometheus: Prometheus, window: Window, app: str) -> None:
+    `found` is the run's observations as far as they are known: each figure read replaces its
+    field; each one left None says why in found.unobserved."""
+
+    def __init__(self, prometheus: Prometheus, window: Window, app: str, found: Observations | None = None) -> None:
         self.prom = prometheus
         self.window = window
         self.app = app
+        base = found if found is not None else Observations()
+        self.found = replace(base, unobserved=dict(base.unobserved))
 
     # -- small helpers ------------------------------------------------------------------------
 
@@ -227,48 +212,48 @@ class Observer:
 
     # -- the figures --------------------------------------------------------------------------
 
-    def mix_and_statements(self, found: Findings) -> None:
+    def mix_and_statements(self) -> None:
         w = self.window
         moments = [w.start + w.seconds * i / 3 for i in range(4)]
         by_moment = [self._by_route(at) for at in moments]
         if not by_moment[-1]:
             reason = f"the app {self.app} exported no http_server_requests_seconds_count in the window"
             for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request"):
-                found.unobserved[name] = reason
+                self.found.unobserved[name] = reason
             return
         shares = write_shares(by_moment)
         if shares is None or len(shares) != 3:
-            found.unobserved["write_share_by_third"] = "a third of the window saw no request at the app"
+            self.found.unobserved["write_share_by_third"] = "a third of the window saw no request at the app"
         else:
-            found.write_share_by_third = (shares[0], shares[1], shares[2])
+            self.found = replace(self.found, write_share_by_third=(shares[0], shares[1], shares[2]))
         # Statements against requests: both read at rest, after the quiet time that followed the phase.
         at_rest = w.end + w.quiet_s
         counts = {k: v - by_moment[0].get(k, 0.0) for k, v in self._by_route(at_rest).items()}
         requests = sum(counts.values())
-        found.requests = requests
         expected, why = expected_statements(counts)
         if expected is None:
-            found.unobserved["expected_statements_per_request"] = why
-        found.expected_statements_per_request = expected
+            self.found.unobserved["expected_statements_per_request"] = why
+        self.found = replace(self.found, expected_statements_per_request=expected)
         read = [self._workload_statements(kind, at_rest) for kind in STATEMENT_KINDS]
         if any(r is None for r in read):
-            found.unobserved["statements_per_request"] = "mysqld_exporter had no Com_* counters in the window"
+            self.found.unobserved["statements_per_request"] = "mysqld_exporter had no Com_* counters in the window"
             return
         if requests <= 0:
-            found.unobserved["statements_per_request"] = "no request of the workload reached the app"
+            self.found.unobserved["statements_per_request"] = "no request of the workload reached the app"
             return
         # The exporter runs its queries while it reads the counters: each reading may or may not
         # count one scrape's worth of them, so the figure is known to within two scrapes' worth.
         at_rest_per_scrape = max(r[1] for r in read if r is not None)
         resolution, tolerance = 2 * at_rest_per_scrape / requests, THRESHOLDS.statements_per_request_tolerance.value
         if resolution > tolerance / 2:
-            found.unobserved["statements_per_request"] = (
+            self.found.unobserved["statements_per_request"] = (
                 f"the workload's statements cannot be told from the lab's own: the DB ran {at_rest_per_scrape:.0f} "
                 f"between two readings at rest, which makes the figure uncertain by {resolution:.3f} per request "
                 f"over {requests:.0f} requests, more than half of same_db_work's tolerance ({tolerance}); "
                 "run longer or at a higher rate")
             return
-        found.statements_per_request = StatementsPerRequest(*(float(r[0]) / requests for r in read if r is not None))
+        per_request = StatementsPerRequest(*(float(r[0]) / requests for r in read if r is not None))
+        self.found = replace(self.found, statements_per_request=per_request)
 
     def _workload_statements(self, kind: str, at_rest: float) -> tuple[float, float] | None:
         """The DB's statements of one kind from the window's start to at_rest, less the lab's own:
@@ -290,15 +275,15 @@ class Observer:
         at_rest = max(0.0, values[2] - values[1])
         return max(0.0, delta - at_rest / (t2 - t1) * (t1 - t0)), at_rest
 
-    def jit(self, found: Findings) -> None:
+    def jit(self) -> None:
         delta = self._delta(f'sum({JIT_METRIC}{{job="app",application="{self.app}"}})')
         if delta is None:
-            found.unobserved["jit_compile_s"] = f"the app {self.app} does not export {JIT_METRIC}"
+            self.found.unobserved["jit_compile_s"] = f"the app {self.app} does not export {JIT_METRIC}"
         else:
-            found.jit_compile_s = delta / 1000.0
+            self.found = replace(self.found, jit_compile_s=delta / 1000.0)
 
-    def disk(self, found: Findings) -> float | None:
-        """Busy fraction of the db host's busiest disk into found; returns that disk's await (ms)."""
+    def disk(self) -> float | None:
+        """The busy fraction of the db host's busiest disk; returns that disk's await (ms)."""
         r = self.window.range
 
         def per_device(metric: str) -> dict[str, float]:
@@ -308,25 +293,25 @@ class Observer:
 
         busy = per_device("node_disk_io_time_seconds_total")
         if not busy:
-            found.unobserved["db_disk_busy"] = "node_exporter on the db host reported no disk"
+            self.found.unobserved["db_disk_busy"] = "node_exporter on the db host reported no disk"
             return None
         device = max(busy, key=busy.__getitem__)
-        found.db_disk_busy = min(1.0, busy[device])
+        self.found = replace(self.found, db_disk_busy=min(1.0, busy[device]))
         ios = sum(per_device(m).get(device, 0.0) for m in ("node_disk_reads_completed_total",
                                                           "node_disk_writes_completed_total"))
         io_time = sum(per_device(m).get(device, 0.0) for m in ("node_disk_read_time_seconds_total",
                                                               "node_disk_write_time_seconds_total"))
         return io_time / ios * 1000.0 if ios > 0 else None
 
-    def rss(self, found: Findings) -> None:
+    def rss(self) -> None:
         expr = f'max_over_time(namedprocess_namegroup_memory_bytes{{job="process",tier="app",groupname="app-java",memtype="resident"}}[{self.window.range}])'
         value = self.prom.value(f"max({expr})", self.window.end)
         if value is None:
-            found.unobserved["app_max_rss_bytes"] = "process-exporter reported no app-java group on the app host"
+            self.found.unobserved["app_max_rss_bytes"] = "process-exporter reported no app-java group on the app host"
         else:
-            found.app_max_rss_bytes = value
+            self.found = replace(self.found, app_max_rss_bytes=value)
 
-    def cpus(self, found: Findings, tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> None:
+    def cpus(self, tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> None:
         """Per tier, the fraction of its CPUs busy with any process of its machine (node_exporter
         sees the whole machine's CPUs, also from a container): a shared core shows its contention."""
         r = self.window.range
@@ -341,11 +326,11 @@ class Observer:
             if cpus and all(v is not None for v in values):
                 busy[tier] = min(1.0, sum(float(v or 0.0) for v in values) / len(cpus))
         if busy:
-            found.cpus_busy = busy
+            self.found = replace(self.found, cpus_busy=busy)
         else:
-            found.unobserved["cpus_busy"] = "node_exporter reported no per-CPU time for the tiers' hosts"
+            self.found.unobserved["cpus_busy"] = "node_exporter reported no per-CPU time for the tiers' hosts"
 
-    def saturation(self, found: Findings, await_ms: float | None, app_unobserved: str | None = None) -> None:
+    def saturation(self, await_ms: float | None, app_unobserved: str | None = None) -> None:
         """The queues of the attribution; each one left None says why in unobserved["saturation.<field>"]
         (app_unobserved: the reason for every figure of the app's own metrics, when it is not scraped)."""
         app = f'{{job="app",application="{self.app}"}}'
@@ -355,7 +340,7 @@ class Observer:
             f'> rate(node_network_transmit_bytes_total{{job="node",device="eth0"}}[{r}]) '
             f'or rate(node_network_transmit_bytes_total{{job="node",device="eth0"}}[{r}])) '
             f'/ (node_network_speed_bytes{{job="node",device="eth0"}} > 0))', self.window.end)
-        found.saturation = Saturation(
+        saturation = Saturation(
             app_pool_waiting_avg=self._over_window("avg", f"sum(perflab_db_pool_waiting{app})"),
             app_pool_waiting_max=self._over_window("max", f"sum(perflab_db_pool_waiting{app})"),
             app_pool_in_use_max=self._over_window("max", f"sum(perflab_db_pool_in_use{app})"),
@@ -369,6 +354,7 @@ class Observer:
             network_link_fraction={s.labels["tier"]: s.value for s in link
                                    if "tier" in s.labels and math.isfinite(s.value)} or None,
         )
+        self.found = replace(self.found, saturation=saturation)
         exported = f"the app {self.app} exported no"
         why = {
             "app_pool_waiting_avg": app_unobserved or f"{exported} perflab_db_pool_waiting in the window",
@@ -382,14 +368,14 @@ class Observer:
                                        "threads)"
                for name in ("app_request_threads_busy_avg", "app_request_threads_max", "app_request_queue_avg")},
             "db_threads_running_avg": "mysqld_exporter reported no mysql_global_status_threads_running in the window",
-            "db_disk_await_ms": found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
+            "db_disk_await_ms": self.found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
             "network_link_fraction": "node_exporter reported no eth0 traffic against a link speed for any tier",
         }
         for name, reason in why.items():
-            if getattr(found.saturation, name) is None:
-                found.unobserved[f"saturation.{name}"] = reason
+            if getattr(saturation, name) is None:
+                self.found.unobserved[f"saturation.{name}"] = reason
 
-    def app_jvm(self, found: Findings) -> None:
+    def app_jvm(self) -> None:
         """When the app's JVM that ran last in the window started: the latest start time process-exporter
         reported up to the window's end. Read after the window's settling, so that a JVM started in the
         window's last scrape interval has been scraped; a start after the window's end is not this
@@ -400,37 +386,37 @@ class Observer:
         started = self.prom.value(
             f"max(max_over_time((({APP_JVM_START} > 0) <= {w.end:.3f})[{span}:{w.step}]))", at)
         if started is None:
-            found.unobserved["app_jvm_started_at"] = (
+            self.found.unobserved["app_jvm_started_at"] = (
                 "process-exporter reported no running JVM of the app (group app-java on the app host) in the window")
         else:
-            found.app_jvm_started_at = started
+            self.found = replace(self.found, app_jvm_started_at=started)
 
-    def db_up(self, found: Findings) -> None:
+    def db_up(self) -> None:
         """Whether mysqld_exporter reached the DB at every scrape of the window; else for how long it did
         not (its samples at 0, one scrape interval each) and from when (the first of them)."""
         w, r = self.window, self.window.range
         lowest = self.prom.value(f"min(min_over_time({DB_UP}[{r}]))", w.end)
         if lowest is None:
             reason = "mysqld_exporter reported no mysql_up in the window"
-            found.unobserved.update(db_down_s=reason, db_down_from=reason)
+            self.found.unobserved.update(db_down_s=reason, db_down_from=reason)
             return
         if lowest >= 1:
-            found.db_down_s = 0.0
+            self.found = replace(self.found, db_down_s=0.0)
             return
         down = self.prom.value(f"sum(count_over_time({DB_UP}[{r}]) - sum_over_time({DB_UP}[{r}]))", w.end)
-        found.db_down_s = max(1.0, down or 0.0) * w.scrape_interval_s
-        found.db_down_from = self.prom.value(
-            f"min(min_over_time((timestamp({DB_UP}) and {DB_UP} == 0)[{r}:{w.step}]))", w.end)
-        if found.db_down_from is None:
-            found.unobserved["db_down_from"] = "Prometheus gave no time for the DB's first mysql_up 0 in the window"
+        down_from = self.prom.value(f"min(min_over_time((timestamp({DB_UP}) and {DB_UP} == 0)[{r}:{w.step}]))", w.end)
+        self.found = replace(self.found, db_down_s=max(1.0, down or 0.0) * w.scrape_interval_s, db_down_from=down_from)
+        if down_from is None:
+            self.found.unobserved["db_down_from"] = "Prometheus gave no time for the DB's first mysql_up 0 in the window"
 
 
 def observe(prometheus: Prometheus, window: Window, app: str,
-            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> Findings:
-    """Every figure of the window. A query Prometheus fails leaves its figures unobserved with the
-    reason; once it cannot be reached, every figure not read yet is unobserved with that reason."""
-    found = Findings()
-    observer = Observer(prometheus, window, app)
+            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], found: Observations | None = None) -> Observations:
+    """FOUND (the run's observations from elsewhere: the bench's CPU samples, the DB's sessions)
+    with every figure of the window Prometheus gives. A query Prometheus fails leaves its figures
+    unobserved with the reason; once it cannot be reached, every figure not read yet is unobserved
+    with that reason."""
+    observer = Observer(prometheus, window, app, found)
     unreachable: list[PrometheusError] = []
 
     def read(figures: tuple[str, ...], figure: Callable[[], None]) -> None:
@@ -441,14 +427,14 @@ def observe(prometheus: Prometheus, window: Window, app: str,
             except PrometheusUnreachable as error:
                 unreachable.append(error)
             except PrometheusError as error:
-                unobserved(found, figures, error)
+                unobserved(observer.found, figures, error)
                 return
-        unobserved(found, figures, unreachable[0])
+        unobserved(observer.found, figures, unreachable[0])
 
     await_ms: list[float | None] = [None]
 
     def disk() -> None:
-        await_ms[0] = observer.disk(found)
+        await_ms[0] = observer.disk()
 
     scraped: list[bool] = []
     read(APP_METRIC_FIGURES, lambda: scraped.append(observer.scraped()))
@@ -457,21 +443,21 @@ def observe(prometheus: Prometheus, window: Window, app: str,
         app_unobserved = (f"the app's own metrics are unobserved: Prometheus' app job has no target for {app} "
                           "(an app whose manifest declares no metrics endpoint is not scraped)")
         for name in APP_METRIC_FIGURES:
-            found.unobserved[name] = app_unobserved
+            observer.found.unobserved[name] = app_unobserved
     read(("db_disk_busy",), disk)
     if scraped == [True]:
         read(("write_share_by_third", "statements_per_request", "expected_statements_per_request"),
-             lambda: observer.mix_and_statements(found))
-        read(("jit_compile_s",), lambda: observer.jit(found))
-    read(("app_max_rss_bytes",), lambda: observer.rss(found))
-    read(("cpus_busy",), lambda: observer.cpus(found, tier_cpus))
-    read(("saturation",), lambda: observer.saturation(found, await_ms[0], app_unobserved))
-    read(("app_jvm_started_at",), lambda: observer.app_jvm(found))
-    read(("db_down_s", "db_down_from"), lambda: observer.db_up(found))
-    return found
+             observer.mix_and_statements)
+        read(("jit_compile_s",), observer.jit)
+    read(("app_max_rss_bytes",), observer.rss)
+    read(("cpus_busy",), lambda: observer.cpus(tier_cpus))
+    read(("saturation",), lambda: observer.saturation(await_ms[0], app_unobserved))
+    read(("app_jvm_started_at",), observer.app_jvm)
+    read(("db_down_s", "db_down_from"), observer.db_up)
+    return observer.found
 
 
-def unobserved(found: Findings, figures: Iterable[str], error: PrometheusError) -> None:
+def unobserved(found: Observations, figures: Iterable[str], error: PrometheusError) -> None:
     """Each of FIGURES that Prometheus' failure left None: unobserved, with the failure as its reason."""
     for name in figures:
         if getattr(found, name) is None:
@@ -480,16 +466,31 @@ def unobserved(found: Findings, figures: Iterable[str], error: PrometheusError) 
 
 @dataclass(frozen=True)
 class TierSeries:
+    """One tier over the measured phase: [unix s, value] every scrape interval."""
+
     allotted_cores: float
-    busy_cores: tuple[tuple[float, float], ...]
-    memory_bytes: tuple[tuple[float, float], ...]
+    busy_cores: tuple[tuple[float, float], ...] = ()
+    memory_bytes: tuple[tuple[float, float], ...] = ()
 
 
-def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mapping[str, float]) -> dict[str, TierSeries]:
-    """Per tier, busy cores and resident memory every scrape interval over the window (docs/ARCHITECTURE.md
-    utilization.json); allotted cores from perflab_host_cpus, else from allotted_fallback (the
-    affinity the bench sampled); tiers without data are left out; PrometheusError when it cannot
-    answer."""
+@dataclass(frozen=True, kw_only=True)
+class Utilization:
+    """utilization.json: each tier's busy cores and resident memory over the measured phase, for
+    the report (absent when Prometheus had no data)."""
+
+    schema_version: int = 1
+    source: str  # the Prometheus that answered
+    start: float  # the measured phase, unix s
+    end: float
+    step_s: float  # between two samples: the scrape interval
+    tiers: dict[str, TierSeries]
+
+
+def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mapping[str, float]) -> Utilization | None:
+    """Per tier, busy cores and resident memory every scrape interval over the window (utilization.json);
+    allotted cores from perflab_host_cpus, else from allotted_fallback (the affinity the bench
+    sampled); tiers without data are left out, and None when none has any; PrometheusError when it
+    cannot answer."""
     step_s = window.scrape_interval_s
     rate_window = f"{max(15, round(3 * step_s))}s"  # three scrapes: a rate never falls between two
     busy = {s.labels.get("tier", ""): s.points
@@ -499,8 +500,11 @@ def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mappi
     allotted = dict(allotted_fallback)
     allotted.update({s.labels.get("tier", ""): s.value
                      for s in prometheus.query(tiers.cpu_allotted_cores(), window.end)})
-    return {
+    series = {
         tier: TierSeries(allotted[tier], busy.get(tier, ()), memory.get(tier, ()))
         for tier in tiers.TIERS
         if tier in allotted and (tier in busy or tier in memory)
     }
+    if not series:
+        return None
+    return Utilization(source=prometheus.url, start=window.start, end=window.end, step_s=step_s, tiers=series)

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import html
-import json
 import math
 import os
 import statistics
@@ -51,10 +50,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from perflab import repetitions, reproduce, timeseries, vegeta, wrk2
-from perflab.model import LatencyDistribution, ParseError, RunResult, SchemaError, app_variant
+from perflab import repetitions, reproduce, rundir, timeseries, vegeta, wrk2
+from perflab.audit import Status, Verdict
+from perflab.model import LatencyDistribution, ParseError, RunResult, app_variant
+from perflab.observe import Utilization
+from perflab.rundir import RunFileError, Sweep
 from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
 
 if TYPE_CHECKING:  # perflab.history reads the runs this module loads; render_page imports it at run time
@@ -70,46 +72,8 @@ TIER_COLORS = {"loadgen": PALETTE[1], "app": PALETTE[0], "db": PALETTE[2], "moni
 MIB = 1024.0 * 1024.0
 
 
-class ReportInputError(Exception):
-    """One problem with one input file; the message is printed as one line."""
-
-
 # ---------------------------------------------------------------------------------------------
-# What the report reads
-
-
-@dataclass(frozen=True)
-class RuleOutcome:
-    rule: str
-    status: str
-    evidence: str
-
-
-@dataclass(frozen=True)
-class VerdictDoc:
-    """audit.json: the verdict, every rule, and any other sentence the audit stored."""
-
-    status: str
-    rules: tuple[RuleOutcome, ...]
-    notes: tuple[tuple[str, str], ...] = ()
-    app_cpu_s_per_1000_requests: float | None = None  # the app's cost (perflab.audit.AppCost)
-    app_max_rss_bytes: float | None = None
-
-
-@dataclass(frozen=True)
-class TierSeries:
-    allotted_cores: float | None
-    busy_cores: tuple[tuple[float, float], ...]
-    memory_bytes: tuple[tuple[float, float], ...]
-
-
-@dataclass(frozen=True)
-class Utilization:
-    """utilization.json: each tier over the measured phase."""
-
-    start: float
-    end: float
-    tiers: dict[str, TierSeries]
+# What the report reads (every file through perflab.rundir)
 
 
 @dataclass
@@ -118,7 +82,7 @@ class Run:
     path: Path
     status: str = "unknown"  # complete | incomplete | empty | unknown
     result: RunResult | None = None
-    verdict: VerdictDoc | None = None
+    verdict: Verdict | None = None
     attribution: tuple[str, tuple[str, ...]] | None = None  # attribution.json: sentence, evidence lines
     limiting_tier: str | None = None  # attribution.json's; None also when it names none
     app_max_rss_bytes: float | None = None
@@ -137,7 +101,7 @@ class Run:
     @property
     def comparable(self) -> bool:
         """Its figures may be compared with other runs': readable and judged VALID or WARN."""
-        return self.readable and self.verdict is not None and self.verdict.status in COMPARABLE
+        return self.readable and self.verdict is not None and self.verdict.status.value in COMPARABLE
 
     @property
     def judged(self) -> bool:
@@ -149,7 +113,7 @@ class Run:
         """What the page says of the run: its verdict when it was judged, else why it is left out."""
         if self.judged:
             assert self.verdict is not None
-            return self.verdict.status
+            return self.verdict.status.value
         if self.readable:
             return "no verdict"
         return "unreadable" if self.status == "complete" else self.status
@@ -172,35 +136,11 @@ class Run:
         return "?"
 
 
-@dataclass(frozen=True)
-class SweepStep:
-    rate: float
-    run_id: str | None
-    status: str
-    verdict: str | None
-    achieved_rate: float | None
-    p99_ms: float | None
-    within_slo: bool | None
-
-
-@dataclass
-class Sweep:
-    sweep_id: str
-    path: Path
-    app: str
-    scenario: str
-    slo_p99_ms: float | None
-    started_at: str | None
-    steps: tuple[SweepStep, ...]
-    max_sustainable_rate: float | None
-    stopped_because: str | None
-
-
 @dataclass
 class Results:
     directory: Path
     runs: list[Run]
-    sweeps: list[Sweep]
+    sweeps: dict[str, Sweep]  # by directory name
     problems: list[str]  # one line each, "<directory>: <what is wrong>"
     reproductions: list[reproduce.Reproduction] = field(default_factory=list)
 
@@ -208,13 +148,13 @@ class Results:
 def load(directory: Path) -> Results:
     """Every run and sweep under `directory`; OSError when the directory itself cannot be listed."""
     entries = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
-    results = Results(directory=directory, runs=[], sweeps=[], problems=[])
+    results = Results(directory=directory, runs=[], sweeps={}, problems=[])
     for path in entries:
-        if (path / "sweep.json").exists():
+        if (path / rundir.SWEEP).exists():
             try:
-                results.sweeps.append(_load_sweep(path))
-            except ReportInputError as exc:
-                results.problems.append(f"{path.name}: {exc}; sweep left out")
+                results.sweeps[path.name] = rundir.read_sweep(path)
+            except RunFileError as exc:
+                results.problems.append(f"{path.name}: {exc.short}; sweep left out")
             continue
         if (path / reproduce.FILE_NAME).exists():
             try:
@@ -228,43 +168,6 @@ def load(directory: Path) -> Results:
     return results
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ReportInputError(f"{path.name} is not text (binary or not UTF-8)") from None
-    except OSError as exc:
-        raise ReportInputError(f"{path.name} cannot be read: {exc.strerror}") from None
-    if not text.strip():
-        raise ReportInputError(f"{path.name} is empty (written only in part?)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportInputError(f"{path.name} is not JSON (line {exc.lineno}: {exc.msg}): corrupt or cut short") from None
-
-
-def _field(document: Any, key: str, kinds: tuple[type, ...], where: str, required: bool = True) -> Any:
-    if not isinstance(document, dict):
-        raise ReportInputError(f"{where}: expected a JSON object")
-    if key not in document or document[key] is None:
-        if required:
-            raise ReportInputError(f"{where}: missing field {key}")
-        return None
-    value = document[key]
-    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-        raise ReportInputError(f"{where}: field {key} has the wrong type ({type(value).__name__})")
-    return value
-
-
-def _number(document: Any, key: str, where: str, required: bool = True) -> float | None:
-    value = _field(document, key, (int, float), where, required)
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise ReportInputError(f"{where}: field {key} is not a finite number")
-    return float(value)
-
-
 def _load_run(path: Path) -> Run:
     run = Run(run_id=path.name, path=path)
     try:
@@ -276,35 +179,29 @@ def _load_run(path: Path) -> Run:
         run.status = "empty"
         run.problems.append("empty directory: a run that never started, or not a run; left out")
         return run
-    if "status.json" not in names:
+    if rundir.STATUS not in names:
         run.problems.append("no status.json: half-written or not a perflab run directory; left out")
         return run
     try:
-        status = _read_json(path / "status.json")
-        run.status = _field(status, "status", (str,), "status.json")
-        if run.status not in ("complete", "incomplete"):
-            raise ReportInputError(f"status.json: status is {run.status!r}, not complete or incomplete")
-    except ReportInputError as exc:
+        status = rundir.read_status(path)
+    except RunFileError as exc:
         run.status = "unknown"
-        run.problems.append(f"{exc}; left out")
+        run.problems.append(f"{_shorten(exc.short, 200)}; left out")
         return run
-    if run.status == "incomplete":
-        step = status.get("failed_step")
-        reason = str(status.get("reason") or "no reason recorded").splitlines()[0].strip()
-        where = f" at {step!r}" if isinstance(step, str) and step else ""
+    run.status = status.status
+    if status.status == "incomplete":
+        reason = (status.reason or "no reason recorded").splitlines()[0].strip()
+        where = f" at {status.failed_step!r}" if status.failed_step else ""
         run.problems.append(f"incomplete run{where}: {_shorten(reason, 160)}; left out")
         return run
 
-    if "result.json" not in names:
+    if rundir.RESULT not in names:
         run.problems.append("status.json says complete but result.json is missing; left out")
         return run
     try:
-        run.result = RunResult.from_json((path / "result.json").read_text(encoding="utf-8"))
-    except SchemaError as exc:
-        run.problems.append(f"result.json is not a perflab result ({_shorten(str(exc), 160)}); left out")
-        return run
-    except (OSError, UnicodeDecodeError) as exc:
-        run.problems.append(f"result.json cannot be read ({exc}); left out")
+        run.result = rundir.read_result(path)
+    except RunFileError as exc:
+        run.problems.append(f"{_shorten(exc.short, 200)}; left out")
         return run
 
     problem = _check_raw_output(path, run.result)
@@ -313,48 +210,47 @@ def _load_run(path: Path) -> Run:
     else:
         run.raw_output_ok = True
 
-    if "audit.json" in names:
+    if rundir.AUDIT in names:
         try:
-            run.verdict = _load_verdict(path / "audit.json")
-        except ReportInputError as exc:
-            run.problems.append(f"{exc}; the run has no verdict and is left out of the charts")
+            run.verdict = rundir.read_audit(path)
+        except RunFileError as exc:
+            run.problems.append(f"{_shorten(exc.short, 200)}; the run has no verdict and is left out of the charts")
     else:
         run.problems.append("no audit.json: the run has no verdict and is left out of the charts")
 
-    if "attribution.json" in names:
+    if rundir.ATTRIBUTION in names:
         try:
-            document = _read_json(path / "attribution.json")
-            evidence = _field(document, "evidence", (list,), "attribution.json", required=False) or []
-            limiting_tier = _field(document, "limiting_tier", (str,), "attribution.json", required=False)
-            run.attribution = (_field(document, "sentence", (str,), "attribution.json"),
-                               tuple(str(line) for line in evidence))
-            run.limiting_tier = limiting_tier
-        except ReportInputError as exc:
-            run.problems.append(f"{exc}; the limiting tier is not shown")
+            found = rundir.read_attribution(path)
+            run.attribution = (found.sentence, found.evidence)
+            run.limiting_tier = found.limiting_tier
+        except RunFileError as exc:
+            run.problems.append(f"{_shorten(exc.short, 200)}; the limiting tier is not shown")
 
-    if "observations.json" in names:
+    if rundir.OBSERVATIONS in names:
         try:
-            observations = _read_json(path / "observations.json")
-            run.app_max_rss_bytes = _number(observations, "app_max_rss_bytes", "observations.json", required=False)
-        except ReportInputError as exc:
-            run.problems.append(f"{exc}; its figures are not used")
+            run.app_max_rss_bytes = rundir.read_observations(path).app_max_rss_bytes
+        except RunFileError as exc:
+            run.problems.append(f"{_shorten(exc.short, 200)}; its figures are not used")
 
-    if "utilization.json" in names:
+    if rundir.UTILIZATION in names:
         try:
-            run.utilization = _load_utilization(path / "utilization.json")
-        except ReportInputError as exc:
-            run.utilization_missing = f"utilization.json cannot be used: {exc}"
-            run.problems.append(f"{exc}; utilization not shown")
+            run.utilization = rundir.read_utilization(path)
+            if not any(s.busy_cores or s.memory_bytes for s in run.utilization.tiers.values()):
+                raise RunFileError(path / rundir.UTILIZATION,
+                                   "holds no samples (Prometheus returned nothing for the window)")
+        except RunFileError as exc:
+            run.utilization = None
+            run.utilization_missing = f"utilization.json cannot be used: {exc.problem}"
+            run.problems.append(f"{_shorten(exc.short, 200)}; utilization not shown")
     else:
         run.utilization_missing = "not recorded: no utilization.json (Prometheus had no data for this run)"
         run.problems.append("no utilization.json: no Prometheus data for this run; utilization not recorded")
 
-    if "timeseries.json" in names:
+    if rundir.TIMESERIES in names:
         try:
-            run.timeseries = timeseries.TimeSeries.from_json(_text((path / "timeseries.json").read_bytes(),
-                                                                   "timeseries.json"))
-        except (OSError, ParseError, ValueError) as exc:
-            run.timeseries_missing = f"timeseries.json cannot be used ({_shorten(str(exc), 120)})"
+            run.timeseries = rundir.read_timeseries(path)
+        except RunFileError as exc:
+            run.timeseries_missing = f"timeseries.json cannot be used ({_shorten(exc.problem, 120)})"
             run.problems.append(f"{run.timeseries_missing}; the run's per-second series are not shown")
     elif run.result.tool == "vegeta":
         run.timeseries_missing = ("not computed: the run was collected before perflab wrote timeseries.json; "
@@ -406,86 +302,6 @@ def _text(data: bytes, name: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ParseError(f"{name} is not text (binary or not UTF-8)") from None
-
-
-def _load_verdict(path: Path) -> VerdictDoc:
-    document = _read_json(path)
-    status = _field(document, "status", (str,), path.name)
-    rules = []
-    for i, rule in enumerate(_field(document, "rules", (list,), path.name)):
-        where = f"{path.name} rules[{i}]"
-        rules.append(RuleOutcome(
-            rule=_field(rule, "rule", (str,), where),
-            status=_field(rule, "status", (str,), where),
-            evidence=_field(rule, "evidence", (str,), where, required=False) or "",
-        ))
-    notes = tuple(
-        (key, value) for key, value in document.items()
-        if key not in ("status", "rules", "schema_version") and isinstance(value, str)
-    )
-    return VerdictDoc(
-        status=status, rules=tuple(rules), notes=notes,
-        app_cpu_s_per_1000_requests=_number(document, "app_cpu_s_per_1000_requests", path.name, required=False),
-        app_max_rss_bytes=_number(document, "app_max_rss_bytes", path.name, required=False),
-    )
-
-
-def _samples(document: Any, key: str, where: str) -> tuple[tuple[float, float], ...]:
-    raw = _field(document, key, (list,), where, required=False) or []
-    samples = []
-    for i, pair in enumerate(raw):
-        if (not isinstance(pair, list) or len(pair) != 2
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)):
-            raise ReportInputError(f"{where}.{key}[{i}] is not a [unix seconds, value] pair")
-        samples.append((float(pair[0]), float(pair[1])))
-    return tuple(samples)
-
-
-def _load_utilization(path: Path) -> Utilization:
-    document = _read_json(path)
-    start = _number(document, "start", path.name)
-    end = _number(document, "end", path.name)
-    assert start is not None and end is not None
-    tiers = {}
-    for tier, series in _field(document, "tiers", (dict,), path.name).items():
-        where = f"{path.name} tiers.{tier}"
-        tiers[tier] = TierSeries(
-            allotted_cores=_number(series, "allotted_cores", where, required=False),
-            busy_cores=_samples(series, "busy_cores", where),
-            memory_bytes=_samples(series, "memory_bytes", where),
-        )
-    if not any(s.busy_cores or s.memory_bytes for s in tiers.values()):
-        raise ReportInputError(f"{path.name} holds no samples (Prometheus returned nothing for the window)")
-    return Utilization(start=start, end=end, tiers=tiers)
-
-
-def _load_sweep(path: Path) -> Sweep:
-    document = _read_json(path / "sweep.json")
-    where = "sweep.json"
-    steps = []
-    for i, step in enumerate(_field(document, "steps", (list,), where)):
-        at = f"{where} steps[{i}]"
-        rate = _number(step, "rate", at)
-        assert rate is not None
-        steps.append(SweepStep(
-            rate=rate,
-            run_id=_field(step, "run_id", (str,), at, required=False),
-            status=_field(step, "status", (str,), at, required=False) or "unknown",
-            verdict=_field(step, "verdict", (str,), at, required=False),
-            achieved_rate=_number(step, "achieved_rate", at, required=False),
-            p99_ms=_number(step, "p99_ms", at, required=False),
-            within_slo=_field(step, "within_slo", (bool,), at, required=False),
-        ))
-    return Sweep(
-        sweep_id=path.name, path=path,
-        app=_field(document, "app", (str,), where),
-        scenario=_field(document, "scenario", (str,), where),
-        slo_p99_ms=_number(document, "slo_p99_ms", where, required=False),
-        started_at=_field(document, "started_at", (str,), where, required=False),
-        steps=tuple(steps),
-        max_sustainable_rate=_number(document, "max_sustainable_rate", where, required=False),
-        stopped_because=_field(document, "stopped_because", (str,), where, required=False),
-    )
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -850,14 +666,15 @@ def _reproduction_section(reproductions: Sequence[reproduce.Reproduction]) -> st
     return "".join(parts)
 
 
-def _sweep_section(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> str:
+def _sweep_section(sweeps: dict[str, Sweep], runs_by_id: dict[str, Run]) -> str:
     if not sweeps:
         return "<p>No sweep recorded (<code>make sweep APP=... SCENARIO=...</code> makes one).</p>"
     parts = []
-    for scenario in sorted({s.scenario for s in sweeps}):
+    for scenario in sorted({s.scenario for s in sweeps.values()}):
         series = []
         slos = set()
-        for i, sweep in enumerate(sorted((s for s in sweeps if s.scenario == scenario), key=lambda s: s.sweep_id)):
+        mine = sorted((sweep_id, s) for sweep_id, s in sweeps.items() if s.scenario == scenario)
+        for i, (sweep_id, sweep) in enumerate(mine):
             points: list[tuple[float, float]] = []
             hollow: set[int] = set()
             for step in sweep.steps:
@@ -870,7 +687,7 @@ def _sweep_section(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> str:
                 slos.add(sweep.slo_p99_ms)
             best = (f"max sustainable {_fmt(sweep.max_sustainable_rate)} req/s"
                     if sweep.max_sustainable_rate is not None else "no sustainable rate")
-            label = f"{_sweep_variant(sweep, runs_by_id)} ({sweep.sweep_id[:16]}): {best}"
+            label = f"{_sweep_variant(sweep, runs_by_id)} ({sweep_id[:16]}): {best}"
             if sweep.stopped_because:
                 label += f"; stopped: {sweep.stopped_because}"
             series.append(Series(label, tuple(points), PALETTE[i % len(PALETTE)], markers=True,
@@ -1040,7 +857,7 @@ def _run_rows(runs: Sequence[Run]) -> str:
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
-_STATUS_ORDER = ("INVALID", "WARN", "VALID", "NOT_EVALUATED")
+_STATUS_ORDER = (Status.INVALID, Status.WARN, Status.VALID, Status.NOT_EVALUATED)
 
 
 def _run_section(run: Run, colors: dict[str, str]) -> str:
@@ -1058,18 +875,19 @@ def _run_section(run: Run, colors: dict[str, str]) -> str:
         parts.append(f'<p class="problem">{_esc(problem)}</p>')
     if run.verdict is not None:
         verdict = run.verdict
-        parts.append(f'<p>Verdict: <span class="verdict {_esc(verdict.status)}">{_esc(verdict.status)}</span></p>')
-        for key, value in verdict.notes:
-            parts.append(f"<p>{_esc(key.replace('_', ' '))}: {_esc(value)}</p>")
+        status = verdict.status.value
+        parts.append(f'<p>Verdict: <span class="verdict {_esc(status)}">{_esc(status)}</span></p>')
+        if verdict.app_cost:
+            parts.append(f"<p>app cost: {_esc(verdict.app_cost)}</p>")
         if run.attribution is not None:
             sentence, evidence = run.attribution
             parts.append(f'<p class="attribution">Limiting tier: {_esc(sentence)}</p>')
             if evidence:
                 parts.append("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in evidence) + "</ul>")
-        rules = sorted(verdict.rules, key=lambda r: _STATUS_ORDER.index(r.status) if r.status in _STATUS_ORDER else 9)
+        rules = sorted(verdict.rules, key=lambda r: _STATUS_ORDER.index(r.status))
         parts.append('<table class="rules"><thead><tr><th>rule</th><th>outcome</th><th>evidence</th></tr></thead><tbody>'
-                     + "".join(f'<tr><td>{_esc(r.rule)}</td><td class="verdict {_esc(r.status)}">{_esc(r.status)}</td>'
-                               f"<td>{_esc(r.evidence)}</td></tr>" for r in rules)
+                     + "".join(f'<tr><td>{_esc(r.rule)}</td><td class="verdict {_esc(r.status.value)}">'
+                               f'{_esc(r.status.value)}</td><td>{_esc(r.evidence)}</td></tr>' for r in rules)
                      + "</tbody></table>")
     if run.judged:
         parts.append('<div class="pair">' + _run_latency_chart(run, colors.get(run.app, PALETTE[0])) + "</div>")
@@ -1116,11 +934,11 @@ def compare(results: Results) -> dict[tuple[str, str], dict[str, AppFigures]]:
     at the rate it was asked for says nothing of the most the app sustains."""
     runs_by_id = {r.run_id: r for r in results.runs}
     readable = [r for r in results.runs if r.readable]
-    sweeps: dict[tuple[str, str, str], list[Sweep]] = {}
-    for sweep in results.sweeps:
+    sweeps: dict[tuple[str, str, str], list[tuple[str, Sweep]]] = {}
+    for sweep_id, sweep in results.sweeps.items():
         sweep_runs = _sweep_runs(sweep, runs_by_id)
         profile = sweep_runs[0].profile if sweep_runs else "default"
-        sweeps.setdefault((sweep.scenario, profile, _sweep_variant(sweep, runs_by_id)), []).append(sweep)
+        sweeps.setdefault((sweep.scenario, profile, _sweep_variant(sweep, runs_by_id)), []).append((sweep_id, sweep))
     groups = {(r.scenario, r.profile, r.app) for r in readable} | set(sweeps)
     table: dict[tuple[str, str], dict[str, AppFigures]] = {}
     for scenario, profile, app in sorted(groups):
@@ -1138,16 +956,17 @@ def _sweep_runs(sweep: Sweep, runs_by_id: dict[str, Run]) -> list[Run]:
     return [runs_by_id[s.run_id] for s in sweep.steps if s.run_id in runs_by_id]
 
 
-def _sweep_figures(sweeps: Sequence[Sweep], runs_by_id: dict[str, Run]) -> tuple[Figure, Figure]:
-    """The highest max sustainable rate of `sweeps`, and the app's max RSS over that sweep's runs."""
-    found = [s for s in sweeps if s.max_sustainable_rate is not None]
+def _sweep_figures(sweeps: Sequence[tuple[str, Sweep]], runs_by_id: dict[str, Run]) -> tuple[Figure, Figure]:
+    """The highest max sustainable rate of `sweeps` (by directory name), and the app's max RSS over
+    that sweep's runs."""
+    found = [(sweep_id, s) for sweep_id, s in sweeps if s.max_sustainable_rate is not None]
     if not found:
         return Figure(None, NO_SWEEP if not sweeps else "no sustainable rate in its sweep(s)"), Figure(None, NO_SWEEP)
-    best = max(found, key=lambda s: s.max_sustainable_rate or 0.0)
-    throughput = Figure(best.max_sustainable_rate, f"max sustainable rate of sweep {best.sweep_id}")
+    best_id, best = max(found, key=lambda found: found[1].max_sustainable_rate or 0.0)
+    throughput = Figure(best.max_sustainable_rate, f"max sustainable rate of sweep {best_id}")
     rss = [f.value for f in (run_max_rss(r) for r in _sweep_runs(best, runs_by_id) if r.readable)
            if f.value is not None]
-    return throughput, (Figure(max(rss), f"largest of {len(rss)} run(s) of sweep {best.sweep_id}") if rss
+    return throughput, (Figure(max(rss), f"largest of {len(rss)} run(s) of sweep {best_id}") if rss
                         else Figure(None))
 
 
@@ -1262,14 +1081,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="exit codes: 0 written, every run read; 3 written, problems listed on stderr and in the report; "
                "4 not written (results directory or output unusable)",
     )
-    sub.add_argument("--results", type=Path, default=Path(os.environ.get("PERFLAB_RESULTS_DIR") or "results"),
-                     metavar="DIR", help="the results directory (default: $PERFLAB_RESULTS_DIR, else results)")
+    sub.add_argument("--results", type=Path, metavar="DIR", help=rundir.RESULTS_HELP)
     sub.add_argument("--output", type=Path, metavar="FILE", help=f"the page to write (default: DIR/{REPORT_NAME})")
     sub.set_defaults(command=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    results_dir: Path = args.results
+    results_dir = rundir.results_dir(args.results)
     output: Path = args.output or results_dir / REPORT_NAME
     if not results_dir.is_dir():
         print(f"perflab: error: {results_dir}: no such results directory (RESULTS=DIR or --results DIR chooses "

@@ -36,16 +36,15 @@ import argparse
 import dataclasses
 import datetime
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from perflab import manifest
+from perflab import manifest, rundir
 from perflab.compare import MIB, Row, read_row
-from perflab.sweep import ROOT, run_bench
+from perflab.sweep import run_bench
 
 EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 REPRODUCED, NOT_REPRODUCED, NOT_JUDGED = "reproduced", "not reproduced", "not judged"
@@ -101,50 +100,44 @@ class Experiment:
 
 # -- the figures of a row -------------------------------------------------------------------------
 
-def _result(row: Row, *path: str) -> float | None:
-    value: Any = row.result
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def achieved(row: Row) -> float | None:
-    return _result(row, "achieved_rate")
+    return row.result.achieved_rate if row.result else None
 
 
 def p50(row: Row) -> float | None:
-    return _result(row, "latency_corrected", "percentiles_ms", "50")
+    return row.result.latency_corrected.percentiles_ms.get("50") if row.result else None
 
 
 def p99(row: Row) -> float | None:
-    return _result(row, "latency_corrected", "percentiles_ms", "99")
+    return row.result.latency_corrected.percentiles_ms.get("99") if row.result else None
 
 
 def start_ms(row: Row) -> float | None:
-    return _result(row, "app", "start_to_first_request_ms")
+    return row.result.app.start_to_first_request_ms if row.result and row.result.app else None
 
 
-def audit_figure(row: Row, name: str) -> float | None:
-    value = row.audit.get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def audit_figure(row: Row, name: Literal["app_cpu_s_per_1000_requests", "app_max_rss_bytes"]) -> float | None:
+    """The app's cost as the audit stated it."""
+    if row.audit is None:
+        return None
+    return row.audit.app_cpu_s_per_1000_requests if name == "app_cpu_s_per_1000_requests" else row.audit.app_max_rss_bytes
 
 
 def verdict(row: Row) -> str:
-    return str(row.audit.get("status") or "-") if row.result is not None else row.state
+    return (row.verdict or "-") if row.result is not None else row.state
 
 
 def attribution(row: Row) -> str:
     if row.run_dir is None:
         return ""
     try:
-        found = json.loads((row.run_dir / "attribution.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return rundir.read_attribution(row.run_dir).sentence
+    except rundir.RunFileError:
         return ""
-    return str(found.get("sentence", "")) if isinstance(found, dict) else ""
 
 
 def _judged(row: Row | None) -> bool:
-    return row is not None and row.result is not None and row.audit.get("status") in ("VALID", "WARN", "INVALID")
+    return row is not None and row.result is not None and row.verdict in ("VALID", "WARN", "INVALID")
 
 
 def _missing(rows: dict[str, Row], *keys: str) -> str | None:
@@ -451,7 +444,7 @@ def reproduce(experiment: Experiment, settings: Settings, results: Path, invento
     note, complete, delay_refused = "", True, ""
     for arm in experiment.arms:
         if arm.db_delay_ms and delay_refused:
-            rows[arm.key] = Row(arm.label, None, "", None, {}, delay_refused)
+            rows[arm.key] = Row(arm.label, None, "", None, None, delay_refused)
             continue
         print(f"perflab reproduce: report {experiment.report}, {arm.label}", flush=True)
         named = f"-{manifest.resolve(arm.app).name}-{experiment.scenario}"
@@ -461,7 +454,7 @@ def reproduce(experiment: Experiment, settings: Settings, results: Path, invento
             # above): every delayed arm is not runnable on this lab, the others still are.
             delay_refused = (f"{NOT_RUNNABLE}: the bench refused DB_DELAY_MS={arm.db_delay_ms} before the run opened "
                              "(it needs netem on the DB host; the bench's output says why)")
-            rows[arm.key] = Row(arm.label, None, "", None, {}, delay_refused)
+            rows[arm.key] = Row(arm.label, None, "", None, None, delay_refused)
             print(f"perflab reproduce: {delay_refused}", flush=True)
             continue
         if run_dir is None and settings.profile and experiment.fallback_profile and code != 0:
@@ -518,7 +511,7 @@ def register(commands: Any) -> None:
     sub.add_argument("--rate", default="", help="the offered rate instead of the experiment's (RATE=)")
     sub.add_argument("--duration", default="", help="the measured phase instead of the experiment's (DURATION=)")
     sub.add_argument("--warmup", default="", help="the warm-up instead of the experiment's (WARMUP=)")
-    sub.add_argument("--results", type=Path, help="results directory (default: $PERFLAB_RESULTS_DIR or results/)")
+    sub.add_argument("--results", type=Path, help=rundir.RESULTS_HELP)
     sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: more options for playbooks/bench.yml")
     sub.set_defaults(command=main)
 
@@ -528,7 +521,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"perflab reproduce: RATE must be a whole number > 0, got {args.rate!r}", file=sys.stderr)
         return EXIT_USAGE
     extra = [o for o in args.bench_options if o != "--"]
-    results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+    results = rundir.results_dir(args.results)
     worst, tables = EXIT_DONE, []
     for report in args.report:
         if report in NOT_BUILT:

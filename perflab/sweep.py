@@ -8,30 +8,26 @@ throughput, and it is the app's only when the app limited the step that failed (
 attribution.json names the tier): when another tier did, or none is named, the sweep says it was
 limited by that tier and that the app's maximum is above it. The SLO is the scenario's
 `slo_p99_ms` (as the bench loaded it, from bench-inputs.json) unless --slo-p99-ms overrides it.
-Everything lands in results/<UTC>-<app>-<scenario>-sweep/sweep.json, in the format
-docs/ARCHITECTURE.md ("A sweep") fixes, with `limited_by` added; the file is rewritten after
-every step, so an interrupted sweep keeps the steps it made.
+Everything lands in results/<UTC>-<app>-<scenario>-sweep/sweep.json (perflab.rundir.Sweep,
+docs/ARCHITECTURE.md "A sweep"); the file is rewritten after every step, so an interrupted sweep
+keeps the steps it made.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perflab import audit as judge
-from perflab import manifest
-from perflab.model import RunResult, SchemaError
+from perflab import manifest, rundir
+from perflab.rundir import RunFileError, Step, Sweep
 
-SWEEP_SCHEMA_VERSION = 1
 # A typo in START/STEP/MAX must not queue hours of runs.
 MAX_STEPS = 50
 
@@ -49,32 +45,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 class SweepInputError(ValueError):
     """Rates or an SLO the sweep cannot use; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One rate of the sweep, as its run's files judge it."""
-
-    rate: int
-    run_id: str | None
-    status: str  # "complete" or "incomplete"
-    verdict: str | None  # the audit's: VALID, WARN or INVALID; None when there is no audit
-    achieved_rate: float | None
-    p99_ms: float | None
-    within_slo: bool
-    # Not in sweep.json: what the printed table and the stop sentence need.
-    p50_ms: float | None = None
-    p999_ms: float | None = None
-    errors: int | None = None
-    problem: str | None = None  # why the run is unusable or INVALID (the SLO aside: within_slo says that)
-    limiting_tier: str | None = None  # its attribution.json's; None when it names none or there is none
-    attribution: str | None = None  # the attribution's sentence
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rate": self.rate, "run_id": self.run_id, "status": self.status, "verdict": self.verdict,
-            "achieved_rate": self.achieved_rate, "p99_ms": self.p99_ms, "within_slo": self.within_slo,
-        }
 
 
 def parse_rates(text: str) -> list[int]:
@@ -105,30 +75,22 @@ def _checked(rates: list[int]) -> list[int]:
     return rates
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def scenario_slo(run_dir: Path) -> float | None:
     """The p99 SLO of the scenario as the bench ran it (bench-inputs.json), None when unknown."""
-    inputs = _read_json(run_dir / "bench-inputs.json")
     try:
-        value = float(inputs["run"]["scenario"]["slo_p99_ms"])
-    except (TypeError, KeyError, ValueError):
+        value = rundir.read_bench_inputs(run_dir).run.scenario.slo_p99_ms
+    except RunFileError:
         return None
-    return value if math.isfinite(value) and value > 0 else None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 def _attribution(run_dir: Path) -> tuple[str | None, str | None]:
     """The limiting tier and the sentence of the run's attribution.json; None, None without one."""
-    found = _read_json(run_dir / "attribution.json")
-    if not isinstance(found, dict):
+    try:
+        found = rundir.read_attribution(run_dir)
+    except RunFileError:
         return None, None
-    tier, sentence = found.get("limiting_tier"), found.get("sentence")
-    return (tier if isinstance(tier, str) and tier else None), (sentence if isinstance(sentence, str) else None)
+    return found.limiting_tier or None, found.sentence
 
 
 def read_step(rate: int, run_dir: Path, slo_p99_ms: float | None) -> Step:
@@ -137,32 +99,37 @@ def read_step(rate: int, run_dir: Path, slo_p99_ms: float | None) -> Step:
     The SLO is judged by the audit's rule slo_p99 against the sweep's SLO (the one the bench ran
     with), so its INVALID outcome in audit.json is no problem of its own: within_slo says it."""
     limiting_tier, attribution = _attribution(run_dir)
-    status = _read_json(run_dir / "status.json")
-    if not isinstance(status, dict) or status.get("status") != "complete":
+    try:
+        status = rundir.read_status(run_dir)
+    except RunFileError:
+        status = None
+    if status is None or status.status != "complete":
         why = "no readable status.json"
-        if isinstance(status, dict):
-            why = f"{status.get('failed_step') or 'not finished'}: {' '.join(str(status.get('reason', '')).split())}"
+        if status is not None:
+            why = f"{status.failed_step or 'not finished'}: {' '.join((status.reason or '').split())}"
         return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=why[:300],
                     limiting_tier=limiting_tier, attribution=attribution)
     try:
-        result = RunResult.from_json((run_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, SchemaError) as exc:
-        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=f"result.json: {exc}"[:300],
+        result = rundir.read_result(run_dir)
+    except RunFileError as exc:
+        return Step(rate, run_dir.name, "incomplete", None, None, None, False, problem=exc.short[:300],
                     limiting_tier=limiting_tier, attribution=attribution)
-    audit = _read_json(run_dir / "audit.json")
-    verdict = audit.get("status") if isinstance(audit, dict) else None
+    try:
+        audit: judge.Verdict | None = rundir.read_audit(run_dir)
+    except RunFileError:
+        audit = None
     percentiles = result.latency_corrected.percentiles_ms
     p99 = percentiles.get("99")
     problem = None
-    if verdict == "INVALID":
-        invalid = [r for r in audit.get("rules", []) if r.get("status") == "INVALID"]
-        others = [r for r in invalid if r.get("rule") != "slo_p99"]
+    if audit is not None and audit.status is judge.Status.INVALID:
+        invalid = [r for r in audit.rules if r.status is judge.Status.INVALID]
+        others = [r for r in invalid if r.rule != "slo_p99"]
         if others or not invalid:  # an INVALID for the SLO alone is within_slo's to say
-            problem = "; ".join(f"{r.get('rule')}: {r.get('evidence')}" for r in others)
-    elif verdict is None:
+            problem = "; ".join(f"{r.rule}: {r.evidence}" for r in others)
+    elif audit is None:
         problem = "no readable audit.json"
     return Step(
-        rate=rate, run_id=run_dir.name, status="complete", verdict=verdict,
+        rate=rate, run_id=run_dir.name, status="complete", verdict=audit.status.value if audit is not None else None,
         achieved_rate=result.achieved_rate, p99_ms=p99,
         within_slo=judge.p99_against_slo(p99, slo_p99_ms).status is judge.Status.VALID,
         p50_ms=percentiles.get("50"), p999_ms=percentiles.get("99.9"), errors=result.errors.total(), problem=problem,
@@ -197,51 +164,29 @@ def _utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass
-class Sweep:
-    app: str
-    scenario: str
-    slo_p99_ms: float | None
-    started_at: str
-    steps: list[Step]
-    ended_at: str | None = None
-    stopped_because: str | None = None
+def max_sustainable_step(sweep: Sweep) -> Step | None:
+    """The last sustainable step before the first one that is not (steps run in increasing rate)."""
+    best = None
+    for step in sweep.steps:
+        if not is_sustainable(step):
+            break
+        best = step
+    return best
 
-    @property
-    def max_sustainable_step(self) -> Step | None:
-        """The last sustainable step before the first one that is not (steps run in increasing rate)."""
-        best = None
-        for step in self.steps:
-            if not is_sustainable(step):
-                break
-            best = step
-        return best
 
-    @property
-    def failed_step(self) -> Step | None:
-        """The first step that was not sustainable: where the sweep stopped; None when none failed."""
-        return next((step for step in self.steps if not is_sustainable(step)), None)
+def failed_step(sweep: Sweep) -> Step | None:
+    """The first step that was not sustainable: where the sweep stopped; None when none failed."""
+    return next((step for step in sweep.steps if not is_sustainable(step)), None)
 
-    @property
-    def limited_by(self) -> str | None:
-        """The tier that limited the failed step (its attribution), UNKNOWN_TIER when it names none;
-        None when no step failed (the limit was not reached)."""
-        failed = self.failed_step
-        if failed is None:
-            return None
-        return failed.limiting_tier or UNKNOWN_TIER
 
-    def to_json(self) -> str:
-        best = self.max_sustainable_step
-        document = {
-            "schema_version": SWEEP_SCHEMA_VERSION, "kind": "sweep", "app": self.app, "scenario": self.scenario,
-            "slo_p99_ms": self.slo_p99_ms, "started_at": self.started_at, "ended_at": self.ended_at,
-            "steps": [step.to_json() for step in self.steps],
-            "max_sustainable_rate": best.rate if best else None,
-            "limited_by": self.limited_by,
-            "stopped_because": self.stopped_because,
-        }
-        return json.dumps(document, indent=2) + "\n"
+def record(sweep: Sweep, step: Step) -> None:
+    """Add STEP to SWEEP and judge the sweep again: its maximum sustainable rate, and the tier that
+    limited the failed step (its attribution; UNKNOWN_TIER when it names none; None when no step
+    failed: the limit was not reached)."""
+    sweep.steps.append(step)
+    best, failed = max_sustainable_step(sweep), failed_step(sweep)
+    sweep.max_sustainable_rate = best.rate if best else None
+    sweep.limited_by = None if failed is None else failed.limiting_tier or UNKNOWN_TIER
 
 
 class BenchRefused(Exception):
@@ -265,7 +210,7 @@ def run_sweep(
         if slo_override is None and sweep.slo_p99_ms is None:
             sweep.slo_p99_ms = scenario_slo(run_dir)
         step = read_step(rate, run_dir, sweep.slo_p99_ms)
-        sweep.steps.append(step)
+        record(sweep, step)
         sweep.stopped_because = stop_reason(step, sweep.slo_p99_ms)
         sweep.ended_at = _utc_now()
         if sweep.stopped_because is not None:
@@ -301,7 +246,7 @@ def table(sweep: Sweep) -> str:
 
 def outcome(sweep: Sweep) -> str:
     """The sweep's maximum, as the app's only when the app limited the step that failed."""
-    best, failed, tier = sweep.max_sustainable_step, sweep.failed_step, sweep.limited_by
+    best, failed, tier = max_sustainable_step(sweep), failed_step(sweep), sweep.limited_by
     slo = "unknown" if sweep.slo_p99_ms is None else f"{sweep.slo_p99_ms:g} ms"
     what = f"{sweep.app}, {sweep.scenario}, p99 SLO {slo}"
     if failed is None or tier == APP_TIER:
@@ -378,7 +323,7 @@ def register(commands: Any) -> None:
     sub.add_argument("--step", type=_positive_int, metavar="R")
     sub.add_argument("--max", type=_positive_int, metavar="R")
     sub.add_argument("--slo-p99-ms", type=_positive_ms, metavar="MS", help="overrides the scenario's slo_p99_ms")
-    sub.add_argument("--results", type=Path, help="results directory (default: $PERFLAB_RESULTS_DIR or results/)")
+    sub.add_argument("--results", type=Path, help=rundir.RESULTS_HELP)
     sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
     sub.set_defaults(command=main)
 
@@ -401,16 +346,14 @@ def main(args: argparse.Namespace) -> int:
     except manifest.ManifestError as exc:
         print(f"perflab sweep: {exc}", file=sys.stderr)
         return EXIT_REFUSED
-    results: Path = args.results or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+    results = rundir.results_dir(args.results)
     started = datetime.datetime.now(datetime.timezone.utc)
     sweep_dir = results / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{name}-{args.scenario}-sweep"
-    sweep = Sweep(name, args.scenario, args.slo_p99_ms, started.strftime("%Y-%m-%dT%H:%M:%SZ"), [])
+    sweep = Sweep(app=name, scenario=args.scenario, slo_p99_ms=args.slo_p99_ms,
+                  started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
     def save(current: Sweep) -> None:
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        temporary = sweep_dir / "sweep.json.tmp"
-        temporary.write_text(current.to_json(), encoding="utf-8")
-        temporary.replace(sweep_dir / "sweep.json")
+        rundir.write_sweep(sweep_dir, current)
 
     print(f"perflab sweep: {name}, {args.scenario}, rates {' '.join(map(str, rates))} req/s -> {sweep_dir}/", flush=True)
     options = [o for o in args.bench_options if o != "--"]
@@ -421,5 +364,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"perflab sweep: {exc}: see the message above", file=sys.stderr)
         return EXIT_REFUSED
     print(table(sweep))
-    print(f"perflab sweep: {sweep_dir}/sweep.json")
+    print(f"perflab sweep: {sweep_dir / rundir.SWEEP}")
     return EXIT_RUN_FAILED if sweep.steps and sweep.steps[-1].status != "complete" else EXIT_DONE

@@ -30,14 +30,12 @@ timeseries.json (docs/ARCHITECTURE.md): {"schema_version": 1, "source": "vegeta"
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from perflab import vegeta
-from perflab.model import value_at_percentile
+from perflab.model import dumps, loads, value_at_percentile
 
 SCHEMA_VERSION = 1
 FILE_NAME = "timeseries.json"
@@ -81,101 +79,31 @@ class Phase:
         return len(self.ok)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimeSeries:
+    """timeseries.json (perflab.rundir reads and writes it)."""
+
+    schema_version: int = SCHEMA_VERSION
+    source: str = "vegeta"
     origin_unix_s: float  # the measured phase's t0: second 0 of the run's axis
     phases: tuple[Phase, ...]
-    source: str = "vegeta"
     notes: tuple[str, ...] = ()  # what could not be computed, one sentence each
+
+    def __post_init__(self) -> None:
+        if self.phase("measure") is None:
+            raise ValueError("no measured phase")
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.phase == name), None)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "schema_version": SCHEMA_VERSION, "source": self.source, "origin_unix_s": self.origin_unix_s,
-            "phases": [{
-                "phase": p.phase, "files": list(p.files), "start_s": p.start_s, "duration_s": p.duration_s,
-                "target_rate": p.target_rate, "ok": list(p.ok), "errors": list(p.errors),
-                "p50_ms": list(p.p50_ms), "p99_ms": list(p.p99_ms), "after_window_ok": p.after_window_ok,
-                "after_window_errors": p.after_window_errors, "after_window_s": p.after_window_s,
-            } for p in self.phases],
-            "notes": list(self.notes),
-        }) + "\n"
+        # On one line: a number per second and phase, which one per line would make ten times longer.
+        return dumps(self, indent=None)
 
     @classmethod
     def from_json(cls, text: str) -> TimeSeries:
-        """ValueError, naming what is wrong, for anything but a timeseries.json."""
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not JSON (line {exc.lineno}: {exc.msg}): corrupt or cut short") from None
-        if not isinstance(document, dict):
-            raise ValueError("not a JSON object")
-        if document.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"schema_version is {document.get('schema_version')!r}, not {SCHEMA_VERSION}")
-        phases = _get(document, "phases", list, "")
-        if not any(isinstance(p, dict) and p.get("phase") == "measure" for p in phases):
-            raise ValueError("no measured phase")
-        return cls(
-            origin_unix_s=_number(document, "origin_unix_s", ""),
-            phases=tuple(_phase(p, i) for i, p in enumerate(phases)),
-            source=_get(document, "source", str, ""),
-            notes=tuple(str(n) for n in _get(document, "notes", list, "", [])),
-        )
-
-
-def _get(document: Any, key: str, kind: type | tuple[type, ...], where: str, default: Any = None) -> Any:
-    if not isinstance(document, dict):
-        raise ValueError(f"{where.rstrip('.') or 'the file'} is not a JSON object")
-    if key not in document:
-        if default is not None:
-            return default
-        raise ValueError(f"{where}{key} is missing")
-    value = document[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        name = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-        raise ValueError(f"{where}{key} should be a {name}, found {type(value).__name__}")
-    return value
-
-
-def _number(document: Any, key: str, where: str) -> float:
-    value = _get(document, key, (int, float), where)
-    if not math.isfinite(value):
-        raise ValueError(f"{where}{key} is not a finite number")
-    return float(value)
-
-
-def _counts(document: Any, key: str, where: str) -> tuple[int, ...]:
-    values = _get(document, key, list, where)
-    if not all(type(v) is int for v in values):
-        raise ValueError(f"{where}{key} should hold whole numbers")
-    return tuple(values)
-
-
-def _latencies(document: Any, key: str, where: str) -> tuple[float | None, ...]:
-    values = _get(document, key, list, where)
-    if not all(v is None or (type(v) in (int, float) and math.isfinite(v)) for v in values):
-        raise ValueError(f"{where}{key} should hold numbers or null")
-    return tuple(None if v is None else float(v) for v in values)
-
-
-def _phase(document: Any, index: int) -> Phase:
-    where = f"phases[{index}]."
-    return Phase(
-        phase=_get(document, "phase", str, where),
-        files=tuple(str(f) for f in _get(document, "files", list, where)),
-        start_s=_number(document, "start_s", where),
-        duration_s=_number(document, "duration_s", where),
-        target_rate=_number(document, "target_rate", where),
-        ok=_counts(document, "ok", where),
-        errors=_counts(document, "errors", where),
-        p50_ms=_latencies(document, "p50_ms", where),
-        p99_ms=_latencies(document, "p99_ms", where),
-        after_window_ok=_get(document, "after_window_ok", int, where),
-        after_window_errors=_get(document, "after_window_errors", int, where),
-        after_window_s=_number(document, "after_window_s", where),
-    )
+        """SchemaError (a ValueError), naming what is wrong, for anything but a timeseries.json."""
+        return loads(cls, text)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,8 +48,9 @@ from urllib.parse import urlsplit
 
 import yaml  # type: ignore[import-untyped]
 
-from perflab import contract, observe
+from perflab import contract, observe, rundir
 from perflab.contract import Answer, ContractError, OpenApi
+from perflab.rundir import VerifyCheck, VerifyReport
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS_SCRIPT = ROOT / "roles" / "loadgen" / "files" / "vegeta" / "perflab_targets.py"
@@ -275,10 +276,10 @@ class TypeVerdict:
     def _deviation(self, figures: Mapping[str, float]) -> float:
         return max(abs(figures[k] - self.expected[k]) for k in KINDS)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.problem is None, "check": self.line, "answers": self.answers,
-                "expected_statements_per_request": self.expected,
-                "statements_per_request": self.per_request, "answers_shown": self.shown}
+    def to_check(self) -> VerifyCheck:
+        return VerifyCheck(name=self.name, ok=self.problem is None, check=self.line, answers=self.answers,
+                           expected_statements_per_request=self.expected,
+                           statements_per_request=tuple(self.per_request), answers_shown=tuple(self.shown))
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -403,18 +404,25 @@ def check(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[TypeVerdi
     return verdicts
 
 
-def document(plan: Mapping[str, Any], results: Mapping[str, Any], verdicts: Sequence[TypeVerdict]) -> dict[str, Any]:
-    """verify.json: the verdict, each type's, and where and how it was measured."""
+def document(plan: Mapping[str, Any], results: Mapping[str, Any], verdicts: Sequence[TypeVerdict]) -> VerifyReport:
+    """verify.json: the verdict, each type's, and where and how it was measured (check() has
+    checked the plan's and the results' fields it reads; the others are kept as given, or None)."""
     failed = [v for v in verdicts if v.problem]
-    return {
-        "status": "failed" if failed else "ok",
-        "reason": failed[0].problem if failed else None,
-        "scenario": plan.get("scenario"), "base_url": plan.get("base_url"), "db_host": results.get("host"),
-        "burst": plan.get("burst"), "attempts": plan.get("attempts"), "tolerance": plan.get("tolerance"),
-        "skipped": plan.get("skipped", []), "own_statements_per_reading": results.get("own"),
-        "seconds": results.get("seconds"),
-        "types": [v.to_json() for v in verdicts],
-    }
+
+    def given(document: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+        value = document.get(key)
+        return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+    return VerifyReport(
+        status="failed" if failed else "ok",
+        reason=failed[0].problem if failed else None,
+        scenario=given(plan, "scenario", str), base_url=given(plan, "base_url", str),
+        db_host=given(results, "host", str), burst=given(plan, "burst", int), attempts=given(plan, "attempts", int),
+        tolerance=given(plan, "tolerance", (int, float)), skipped=tuple(str(name) for name in plan.get("skipped", [])),
+        own_statements_per_reading=_counters(results.get("own"), "the results' own statements per reading"),
+        seconds=given(results, "seconds", (int, float)),
+        types=tuple(v.to_check() for v in verdicts),
+    )
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -517,12 +525,15 @@ def _check(args: argparse.Namespace) -> int:
         results = _read_json(args.results, "the results")
         verdicts = check(plan, results)
         verdict = document(plan, results, verdicts)
-        _write_json(args.output, verdict)
+        if args.output is not None:
+            rundir.save_verify(args.output, verdict)
     except VerifyInputError as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot write {args.output}: {exc.strerror}")
     for type_verdict in verdicts:
         print(type_verdict.line)
-    if verdict["reason"]:
-        print(verdict["reason"], file=sys.stderr)
+    if verdict.reason:
+        print(verdict.reason, file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK

@@ -19,15 +19,16 @@ RSS of three lab runs of greeting (20261124T002526Z, ...002724Z, ...002937Z, at 
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perflab import sweep
-from perflab.model import AppSettings, Repetition, RunContext, ScenarioRun
+from perflab import rundir, sweep
+from perflab.audit import Verdict
+from perflab.model import AppSettings, Repetition, RunContext, RunResult, ScenarioRun, loads
+from perflab.observations import Observations, TierCpu
 
 HERE = Path(__file__).resolve().parent
 UNIT_FIXTURES = HERE.parent / "unit" / "fixtures"
@@ -128,18 +129,18 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _complete(run_dir: Path, result_json: str, observations: Path | None = None) -> str:
-    """result.json, audit.json and status.json of a complete run, as the bench writes them; its verdict."""
-    _write(run_dir / "result.json", result_json)
-    args: list[str | Path] = ["judge", run_dir / "result.json", "--json"]
+def _complete(run_dir: Path, result_json: str, observations: Path | None = None) -> None:
+    """result.json (`perflab parse-*`'s), audit.json (`perflab judge`'s) and status.json of a
+    complete run, as `perflab collect` writes them."""
+    rundir.write_result(run_dir, loads(RunResult, result_json))
+    args: list[str | Path] = ["judge", run_dir / rundir.RESULT, "--json"]
     if observations is not None:
         args[2:2] = ["--observations", observations]
     audited = perflab(*args)
     assert audited.returncode in (0, 1, 3), audited.stderr
-    _write(run_dir / "audit.json", audited.stdout)
-    verdict: str = json.loads(audited.stdout)["status"]
-    _write(run_dir / "status.json", json.dumps({"status": "complete", "run_id": run_dir.name, "verdict": verdict}))
-    return verdict
+    verdict = loads(Verdict, audited.stdout)
+    rundir.write_audit(run_dir, verdict)
+    rundir.write_status(run_dir, rundir.RunStatus(status="complete", run_id=run_dir.name, verdict=verdict.status))
 
 
 def add_fixture_run(results: Path, run: FixtureRun) -> Path:
@@ -163,17 +164,16 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
         raw_output=raw_name,
         repetition=run.repetition,
     )
-    _write(run_dir / "context.json", context.to_json())
+    rundir.write_context(run_dir, context)
     parsed = perflab(f"parse-{run.tool}", run_dir / raw_name, "--target-rate", str(run.rate), *extra,
-                     "--context", run_dir / "context.json", "--json")
+                     "--context", run_dir / rundir.CONTEXT, "--json")
     assert parsed.returncode == 0, parsed.stderr
     observations = None
     if run.observed is not None:
         busy_cores, max_rss_bytes = run.observed
-        observations = run_dir / "observations.json"
-        _write(observations, json.dumps({
-            "schema_version": 1, "app_max_rss_bytes": max_rss_bytes,
-            "app_cpu": {"busy_cores": busy_cores, "allotted_cores": 1, "window_s": run.duration_s}}))
+        rundir.write_observations(run_dir, Observations(
+            app_max_rss_bytes=max_rss_bytes, app_cpu=TierCpu(busy_cores=busy_cores, allotted_cores=1, window_s=run.duration_s)))
+        observations = run_dir / rundir.OBSERVATIONS
     _complete(run_dir, parsed.stdout, observations)
     if run.tool == "vegeta":
         written = perflab("collect", "--timeseries", run_dir)
@@ -191,7 +191,7 @@ def add_lab_run(results: Path) -> Path:
     parsed = perflab("parse-vegeta", run_dir / "vegeta-measure.jsonl.gz", "--target-rate", "500",
                      "--duration-s", "60", "--context", run_dir / "context.json", "--json")
     assert parsed.returncode == 0, parsed.stderr
-    _complete(run_dir, parsed.stdout, run_dir / "observations.json")
+    _complete(run_dir, parsed.stdout, run_dir / rundir.OBSERVATIONS)
     return run_dir
 
 
@@ -207,15 +207,14 @@ def add_side_by_side(results: Path) -> None:
 
 
 def add_sweep(results: Path) -> Path:
-    """A sweep over spring-mvc's greeting runs at 200 and 1000 req/s, written by perflab.sweep."""
-    steps = [sweep.read_step(200, results / "20260102T102000Z-spring-mvc-greeting", SWEEP_SLO_P99_MS),
-             sweep.read_step(1000, results / "20260102T103000Z-spring-mvc-greeting", SWEEP_SLO_P99_MS)]
-    made = sweep.Sweep(app="spring-mvc", scenario="greeting", slo_p99_ms=SWEEP_SLO_P99_MS,
-                       started_at="2026-01-02T10:20:00Z", steps=steps, ended_at="2026-01-02T10:35:00Z",
-                       stopped_because=sweep.stop_reason(steps[-1], SWEEP_SLO_P99_MS))
+    """A sweep over spring-mvc's greeting runs at 200 and 1000 req/s, judged and written by perflab.sweep."""
+    made = rundir.Sweep(app="spring-mvc", scenario="greeting", slo_p99_ms=SWEEP_SLO_P99_MS,
+                        started_at="2026-01-02T10:20:00Z", ended_at="2026-01-02T10:35:00Z")
+    for rate, run_id in ((200, "20260102T102000Z-spring-mvc-greeting"), (1000, "20260102T103000Z-spring-mvc-greeting")):
+        sweep.record(made, sweep.read_step(rate, results / run_id, SWEEP_SLO_P99_MS))
+    made.stopped_because = sweep.stop_reason(made.steps[-1], SWEEP_SLO_P99_MS)
     sweep_dir = results / SWEEP_ID
-    sweep_dir.mkdir()
-    _write(sweep_dir / "sweep.json", made.to_json())
+    rundir.write_sweep(sweep_dir, made)
     return sweep_dir
 
 
@@ -231,10 +230,10 @@ BAD_INPUT = {
     "20260103T101000Z-quarkus-greeting": "incomplete run: the run has not finished: still running, interrupted or "
                                          "failed (see the ansible-playbook output); left out",
     "20260103T102000Z-quarkus-greeting": "raw output wrk2-measure.txt is corrupt",
-    "20260103T103000Z-quarkus-greeting": "audit.json is not JSON (line ",
-    "20260103T104000Z-quarkus-greeting": "result.json is not a perflab result (not JSON: ",
+    "20260103T103000Z-quarkus-greeting": "audit.json: not JSON (line ",
+    "20260103T104000Z-quarkus-greeting": "result.json: not JSON (line 1: Expecting value): corrupt or cut short; left out",
     "20260103T105000Z-quarkus-greeting": "no status.json: half-written or not a perflab run directory; left out",
-    "20260103T106000Z-quarkus-greeting-sweep": "sweep.json is not JSON (line 1: ",
+    "20260103T106000Z-quarkus-greeting-sweep": "sweep.json: not JSON (line 1: ",
     "20260103T110000Z-spring-mvc-greeting": "raw output vegeta-measure.jsonl.gz is corrupt (the gzip stream ends "
                                             "early: the file is truncated); left out",
     "20260103T111000Z-quarkus-greeting": "percentile table wrk2-measure-percentiles.json is corrupt (the "
@@ -250,9 +249,9 @@ def add_bad_input(results: Path) -> None:
 
     half = results / next(names)  # as playbooks/bench.yml leaves a run that never finished
     half.mkdir()
-    _write(half / "status.json", json.dumps({
-        "reason": "the run has not finished: still running, interrupted or failed (see the ansible-playbook output)",
-        "run_id": half.name, "status": "incomplete"}))
+    rundir.write_status(half, rundir.RunStatus(
+        status="incomplete", run_id=half.name,
+        reason="the run has not finished: still running, interrupted or failed (see the ansible-playbook output)"))
     shutil.copyfile(UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz", half / "vegeta-warmup.jsonl.gz")
 
     template = GOOD_RUNS[0]
@@ -291,8 +290,7 @@ def full_results(results: Path) -> Path:
                         else run)
     add_fixture_run(results, WARMUP_RUN)
     run_dir = results / GOOD_RUNS[0].run_id  # the app's own max RSS, as perflab.observe records it
-    observations = {"schema_version": 1, "app_max_rss_bytes": QUARKUS_MAX_RSS_BYTES}
-    _write(run_dir / "observations.json", json.dumps(observations))
+    rundir.write_observations(run_dir, Observations(app_max_rss_bytes=QUARKUS_MAX_RSS_BYTES))
     add_side_by_side(results)
     add_sweep(results)
     add_bad_input(results)

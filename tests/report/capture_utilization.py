@@ -3,20 +3,19 @@
 tests/report/fixtures/*/utilization.json from a real run of the lab (a run from before the bench
 wrote the file itself); the report tests then read that file without any lab.
 
-Usage: python tests/report/capture_utilization.py PROMETHEUS_URL RUN_DIR OUT.json
-(the window is RUN_DIR/result.json's measured phase; the allotted cores, where Prometheus has no
-perflab_host_cpus, are the CPUs of each tier bench-inputs.json sampled, as the bench does)
+Usage: python tests/report/capture_utilization.py PROMETHEUS_URL RUN_DIR OUT_DIR
+(writes OUT_DIR/utilization.json through perflab.rundir; the window is RUN_DIR/result.json's
+measured phase; the allotted cores, where Prometheus has no perflab_host_cpus, are the CPUs of
+each tier bench-inputs.json sampled, as the bench does)
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 from pathlib import Path
 
-from perflab import observe
-from perflab.model import RunResult
+from perflab import observe, rundir
 from perflab.prometheus import Prometheus
 
 
@@ -25,19 +24,15 @@ def _unix(moment: str | None) -> float:
     return datetime.datetime.fromisoformat(moment).timestamp()
 
 
-def main(url: str, run_dir: Path, out: Path) -> None:
-    result = RunResult.from_json((run_dir / "result.json").read_text(encoding="utf-8"))
-    inputs = json.loads((run_dir / "bench-inputs.json").read_text(encoding="utf-8"))
-    window = observe.Window(_unix(result.started_at), _unix(result.ended_at),
-                            scrape_interval_s=float(inputs.get("scrape_interval_s", observe.DEFAULT_SCRAPE_INTERVAL_S)))
-    allotted = {tier: float(len(sample["cpus"])) for tier, sample in inputs["cpu_start"].items()}
-    series = observe.utilization(Prometheus(url), window, allotted)
-    document = {
-        "schema_version": 1, "source": url, "start": window.start, "end": window.end, "step_s": window.scrape_interval_s,
-        "tiers": {tier: {"allotted_cores": s.allotted_cores, "busy_cores": [list(p) for p in s.busy_cores],
-                         "memory_bytes": [list(p) for p in s.memory_bytes]} for tier, s in series.items()},
-    }
-    out.write_text(json.dumps(document) + "\n", encoding="utf-8")
+def main(url: str, run_dir: Path, out_dir: Path) -> None:
+    result = rundir.read_result(run_dir)
+    inputs = rundir.read_bench_inputs(run_dir)
+    window = observe.Window(_unix(result.started_at), _unix(result.ended_at), scrape_interval_s=inputs.scrape_interval_s)
+    allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
+    utilization = observe.utilization(Prometheus(url), window, allotted)
+    if utilization is None:
+        sys.exit(f"{url} had no per-tier CPU or memory over {result.started_at} .. {result.ended_at}")
+    rundir.write_utilization(out_dir, utilization)
 
 
 if __name__ == "__main__":

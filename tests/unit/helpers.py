@@ -1,6 +1,10 @@
 """Paths and facts the unit tests share."""
 
+from collections.abc import Mapping
 from pathlib import Path
+
+from perflab.model import load_document
+from perflab.rundir import BenchInputs
 
 UNIT_DIR = Path(__file__).resolve().parent
 FIXTURES = UNIT_DIR / "fixtures"
@@ -40,3 +44,8 @@ def wrk2_text(name: str) -> str:
 
 def vegeta_bytes(name: str) -> bytes:
     return (VEGETA_FIXTURES / name).read_bytes()
+
+
+def bench_inputs(document: Mapping[str, object]) -> BenchInputs:
+    """bench-inputs.json as perflab.rundir reads it, from the document a test writes as the bench does."""
+    return load_document(BenchInputs, dict(document), unversioned=True)

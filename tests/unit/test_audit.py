@@ -12,7 +12,7 @@ from perflab.audit import THRESHOLDS, Status
 from perflab.model import ErrorCounts, LoadgenShare, RunResult, ScenarioRun, SchemaError
 from perflab.observations import DbSessions, Observations, Placement, Saturation, StatementsPerRequest, TierCpu
 
-from .helpers import WRK2_TARGET_RATES, wrk2_text
+from .helpers import WRK2_TARGET_RATES, bench_inputs, wrk2_text
 
 
 def fixture_result(name: str) -> RunResult:
@@ -490,8 +490,10 @@ APP_CPU = TierCpu(busy_cores=0.5, allotted_cores=1, window_s=30.0)  # 15 CPU-s
 
 
 def test_the_app_cost_is_cpu_seconds_per_1000_requests_and_max_rss() -> None:
-    verdict = audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024))
-    cost = verdict.app_cost
+    observations = Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024)
+    verdict, cost = audit.audit(STEADY, observations), audit.app_cost(STEADY, observations)
+    assert (verdict.app_cpu_s_per_1000_requests, verdict.app_max_rss_bytes, verdict.app_cost) == (
+        cost.cpu_s_per_1000_requests, cost.max_rss_bytes, cost.sentence)
     assert cost.cpu_s_per_1000_requests == pytest.approx(15 * 1000 / 39904)
     assert cost.max_rss_bytes == 300 * 1024 * 1024
     assert cost.sentence == ("0.376 CPU-s per 1,000 requests (15.00 CPU-s, 0.50 cores over 30.0 s, "
@@ -500,13 +502,13 @@ def test_the_app_cost_is_cpu_seconds_per_1000_requests_and_max_rss() -> None:
 
 
 def test_the_app_cost_says_what_it_lacks() -> None:
-    nothing = audit.audit(STEADY).app_cost
+    nothing = audit.app_cost(STEADY, Observations())
     assert (nothing.cpu_s_per_1000_requests, nothing.max_rss_bytes) == (None, None)
     assert nothing.sentence == ("CPU per 1,000 requests not evaluated: no CPU figure of the app; "
                                 "max RSS not evaluated: no Prometheus data on the app's memory")
     # Observations written before the CPU window was kept: busy cores, but over how long is unknown.
-    old = audit.audit(STEADY, Observations(app_cpu=TierCpu(0.5, 1), unobserved={
-        "app_max_rss_bytes": "process-exporter reported no app-java group on the app host"})).app_cost
+    old = audit.app_cost(STEADY, Observations(app_cpu=TierCpu(0.5, 1), unobserved={
+        "app_max_rss_bytes": "process-exporter reported no app-java group on the app host"}))
     assert old.cpu_s_per_1000_requests is None
     assert old.sentence == ("CPU per 1,000 requests not evaluated: the observations give the app's busy cores but "
                             "not the seconds they average over (written before perflab kept them); max RSS not "
@@ -528,7 +530,8 @@ def _bench_inputs(scenario: Mapping[str, object]) -> dict[str, object]:
                 "target_url": "http://perflab-app:8080", "duration_s": 60, "warmup_s": 30, "calibration_ms": 0},
         "db_delay_ms": 0, "measure_started_at": "2026-11-24T00:07:50Z", "measure_ended_at": "2026-11-24T00:08:50Z",
         "deployment": {"app": "quarkus", "start_to_ready_ms": 900.0},
-        "cpu_start": {"app": sample}, "tiers": {"app": ["perflab-app"]}, "hosts": {}, "versions": {},
+        "cpu_start": {"app": sample}, "cpu_end": {"app": sample}, "tiers": {"app": ["perflab-app"]}, "hosts": {},
+        "versions": {}, "run_id": "20261124T000740Z-quarkus-zipcodes", "raw_files": ["wrk2-measure.txt"],
         "raw_output": "wrk2-measure.txt",
     }
 
@@ -537,7 +540,7 @@ def _bench_inputs(scenario: Mapping[str, object]) -> dict[str, object]:
 def test_the_context_carries_the_scenarios_slo(given: float | None, carried: float | None) -> None:
     """The SLO the bench ran with (bench-inputs.json); bench-inputs written before it carried one has none."""
     scenario = {} if given is None else {"slo_p99_ms": given}
-    context = collect.context(_bench_inputs(scenario))
+    context = collect.context(bench_inputs(_bench_inputs(scenario)))
     assert context.scenario is not None and context.scenario.slo_p99_ms == carried
     result = STEADY.with_context(context)
     assert rule_result(audit.slo_p99, result).status is (Status.NOT_EVALUATED if carried is None else Status.VALID)
@@ -560,7 +563,7 @@ def test_one_loadgen_host_is_the_tiers_cpu_as_before() -> None:
     tier = TierCpu(busy_cores=21.7 / 70, allotted_cores=1, window_s=70.0)
     one = {"perflab-loadgen": {"start": _sample("perflab-loadgen", 5, 0.0), "end": _sample("perflab-loadgen", 9, 1.0)}}
     for inputs in (_loadgen_inputs(None), _loadgen_inputs(one)):
-        assert collect.loadgen_cpus(inputs) == (tier, None)
+        assert collect.loadgen_cpus(bench_inputs(inputs)) == (tier, None)
 
 
 def test_several_loadgen_hosts_each_get_their_cpu_and_the_tier_the_busiest() -> None:
@@ -570,7 +573,7 @@ def test_several_loadgen_hosts_each_get_their_cpu_and_the_tier_the_busiest() -> 
         "perflab-loadgen2": {"start": _sample("perflab-loadgen2", 0, 100.5, cpus=(0, 1)),
                              "end": _sample("perflab-loadgen2", 119_000_000, 170.5, cpus=(0, 1))},
     })
-    tier, hosts = collect.loadgen_cpus(inputs)
+    tier, hosts = collect.loadgen_cpus(bench_inputs(inputs))
     assert hosts == {"perflab-loadgen": TierCpu(busy_cores=21.7 / 70, allotted_cores=1, window_s=70.0),
                      "perflab-loadgen2": TierCpu(busy_cores=119 / 70, allotted_cores=2, window_s=70.0)}
     assert tier == hosts["perflab-loadgen2"]  # 1.70 of 2 cores (85%) against 0.31 of 1 (31%)
@@ -590,7 +593,7 @@ def test_the_context_carries_the_hosts_start_skew_and_rates(
         extra: dict[str, object], run: dict[str, object], expected: dict[str, str]) -> None:
     inputs = {**_bench_inputs({}), **extra}
     inputs["run"] = {**inputs["run"], **run}  # type: ignore[dict-item]
-    scenario = collect.context(inputs).scenario
+    scenario = collect.context(bench_inputs(inputs)).scenario
     assert scenario is not None
     parameters = scenario.parameters
     assert {k: v for k, v in parameters.items() if k in ("start_skew_ms", "host_rates")} == expected

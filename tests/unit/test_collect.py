@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perflab import collect
+from perflab import collect, rundir
 from perflab.observations import DbSessions
 
 from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
@@ -75,15 +75,15 @@ def test_collect_writes_every_file_of_a_wrk2_run_and_marks_it_complete(tmp_path:
     # The verdict is `perflab judge`'s, and status.json carries it.
     judged = perflab("judge", run_dir / "result.json", "--observations", run_dir / "observations.json", "--json")
     assert json.loads((run_dir / "audit.json").read_text()) == json.loads(judged.stdout)
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status == {"status": "complete", "run_id": inputs["run_id"], "verdict": json.loads(judged.stdout)["status"],
-                      "started_at": "2026-11-20T09:00:00Z", "ended_at": "2026-11-20T09:00:25Z"}
+    status = rundir.read_status(run_dir)
+    assert status == rundir.RunStatus(status="complete", run_id=str(inputs["run_id"]), verdict=rundir.read_audit(run_dir).status,
+                                      started_at="2026-11-20T09:00:00Z", ended_at="2026-11-20T09:00:25Z")
     # Prometheus could not be asked: the observations say so rather than inventing figures.
     observations = json.loads((run_dir / "observations.json").read_text())
     assert "no Prometheus data" in observations["unobserved"]["statements_per_request"]
     lines = done.stdout.splitlines()
     assert lines[0] == "wrk2-measure.txt: wrk2, 24994 requests in 25 s"
-    assert f"verdict: {status['verdict']}" in lines and any(line.startswith("bottleneck: ") for line in lines)
+    assert status.verdict is not None and f"verdict: {status.verdict.value}" in lines and any(line.startswith("bottleneck: ") for line in lines)
     assert lines[-1].startswith('CPU seconds in the measured phase by tier: {"loadgen": 5.0, "app": 5.0, "db": 5.0}')
 
 
@@ -180,7 +180,9 @@ def test_db_sessions_the_db_could_not_list_are_unobserved_with_the_reason(tmp_pa
         {"unavailable": "the DB did not answer: ERROR 2002 (HY000): Can't connect to local server through socket"}))
     assert collect.db_sessions(tmp_path) == (None, "the DB's sessions could not be listed: the DB did not answer: "
                                                    "ERROR 2002 (HY000): Can't connect to local server through socket")
-    (tmp_path / "db-sessions.json").write_text(json.dumps({"sessions": [{"tls": True}, {"tls": False}]}))
+    (tmp_path / "db-sessions.json").write_text(json.dumps({"evidence": "each session's Ssl_cipher (performance_schema)", "sessions": [
+        {"id": 7, "user": "perflab", "host": "10.0.0.3", "tls": True},
+        {"id": 8, "user": "perflab", "host": "10.0.0.3", "tls": False}]}))
     assert collect.db_sessions(tmp_path) == (DbSessions(total=2, tls=1), "")
     (tmp_path / "db-sessions.json").write_text('{"sessions": [')
     with pytest.raises(collect.InputError, match=r"db-sessions.json: not JSON \(line 1"):

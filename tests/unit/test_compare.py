@@ -11,27 +11,29 @@ from pathlib import Path
 
 import pytest
 
-from perflab import audit, collect, compare, repetitions
+from perflab import audit, collect, compare, repetitions, rundir
+from perflab.audit import Status, Verdict
 from perflab.model import Repetition, RunResult
 from perflab.observations import Observations
 
+from .helpers import bench_inputs
 from .test_audit import APP_CPU, STEADY, _bench_inputs
 
 
-def _run(run_dir: Path, audit_document: dict[str, object], result: RunResult = STEADY) -> Path:
+def _run(run_dir: Path, verdict: Verdict | Status, result: RunResult = STEADY, cpu: float | None = None) -> Path:
+    """A complete run as the bench leaves it: VERDICT, or one of that status with no rule and CPU's cost."""
     run_dir.mkdir()
-    (run_dir / "status.json").write_text(json.dumps({"status": "complete"}))
-    (run_dir / "result.json").write_text(result.to_json())
-    (run_dir / "audit.json").write_text(json.dumps(audit_document))
+    if isinstance(verdict, Status):
+        verdict = Verdict(status=verdict, rules=(), app_cpu_s_per_1000_requests=cpu)
+    rundir.write_status(run_dir, rundir.RunStatus(status="complete"))
+    rundir.write_result(run_dir, result)
+    rundir.write_audit(run_dir, verdict)
     return run_dir
 
 
 def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
-    verdict = audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024))
-    _run(tmp_path / "new", {"status": "VALID", "rules": [],
-                            "app_cpu_s_per_1000_requests": verdict.app_cost.cpu_s_per_1000_requests,
-                            "app_max_rss_bytes": verdict.app_cost.max_rss_bytes})
-    _run(tmp_path / "old", {"status": "VALID", "rules": []})  # audited before the app's cost
+    _run(tmp_path / "new", audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024)))
+    _run(tmp_path / "old", Status.VALID)  # audited before the app's cost
     lines = compare.table([compare.read_row("quarkus", tmp_path / "new"), compare.read_row("spring-mvc", tmp_path / "old"),
                            compare.read_row("spring-webflux", None)]).splitlines()
     assert lines[0].split("  ")[-4:] == ["verdict", "app CPU-s/1k req", "app max RSS MiB", "repetition"]
@@ -65,11 +67,10 @@ def test_the_summary_gives_medians_and_ranges_and_names_the_apps_it_cannot_tell_
     # quarkus: p99 3.1/3.4/5.0 ms, CPU 0.20-0.22; spring-mvc: p99 4.2/4.6/4.9 ms, CPU 0.30-0.33 (no overlap).
     for app, p99s, cpus in (("quarkus", (3.1, 5.0, 3.4), (0.21, 0.20, 0.22)), ("spring-mvc", (4.6, 4.2, 4.9), (0.31, 0.33, 0.30))):
         for index, (p99, cpu) in enumerate(zip(p99s, cpus), start=1):
-            run_dir = _run(tmp_path / f"{app}-{index}", {"status": "VALID", "app_cpu_s_per_1000_requests": cpu},
-                           _measured(p99, 1990.0 + index))
+            run_dir = _run(tmp_path / f"{app}-{index}", Status.VALID, _measured(p99, 1990.0 + index), cpu)
             rows.append(compare.read_row(app, run_dir, f"{index}/3"))
     # An INVALID run and an incomplete one are left out of the medians.
-    rows.append(compare.read_row("spring-mvc", _run(tmp_path / "invalid", {"status": "INVALID"}, _measured(90.0, 1200.0)), "x"))
+    rows.append(compare.read_row("spring-mvc", _run(tmp_path / "invalid", Status.INVALID, _measured(90.0, 1200.0)), "x"))
     rows.append(compare.read_row("quarkus", None, "x"))
     lines = compare.summary(rows)
     assert lines[1] == "  quarkus (3 runs): achieved/s 1992 [1991-1993], p99 ms 3.4 [3.1-5], app CPU-s/1k req 0.21 [0.2-0.22]"
@@ -88,7 +89,7 @@ def test_runs_go_in_turns_each_tagged_with_the_comparisons_group(tmp_path: Path,
         repetition = next(e["bench_repetition"] for e in extra if "bench_repetition" in e)
         app = next(o.split("=", 1)[1] for o in options if o.startswith("app_name="))
         asked.append((app, repetition))
-        return 0, _run(results / f"{len(asked)}{named}", {"status": "VALID", "app_cpu_s_per_1000_requests": 0.2})
+        return 0, _run(results / f"{len(asked)}{named}", Status.VALID, cpu=0.2)
 
     monkeypatch.setattr(compare, "run_bench", run_bench)
     args = argparse.Namespace(apps="quarkus spring-webflux", scenario="greeting", variants="", repeat=2,
@@ -109,10 +110,10 @@ def test_repeat_takes_a_whole_number_of_runs() -> None:
 def test_the_repetition_travels_from_the_bench_inputs_into_the_result() -> None:
     inputs = _bench_inputs({})
     inputs["repetition"] = {"group": "20261124T130000Z-greeting", "index": 2, "of": 3}
-    result = STEADY.with_context(collect.context(inputs))
+    result = STEADY.with_context(collect.context(bench_inputs(inputs)))
     assert result.repetition == Repetition("20261124T130000Z-greeting", 2, 3)
     assert RunResult.from_json(result.to_json()).repetition == result.repetition
     inputs["repetition"] = {}
-    assert collect.context(inputs).repetition is None
+    assert collect.context(bench_inputs(inputs)).repetition is None
     with pytest.raises(ValueError, match="repetition 4 of 3"):
         Repetition("g", 4, 3)

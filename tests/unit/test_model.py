@@ -1,12 +1,17 @@
 """RunResult JSON: a round trip keeps everything; a file that does not match is refused."""
 
 import dataclasses
+import enum
 import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from perflab import wrk2
 from perflab.model import (
+    NOT_STORED,
     SCHEMA_VERSION,
     AppSettings,
     HostFacts,
@@ -15,6 +20,10 @@ from perflab.model import (
     ScenarioRun,
     SchemaError,
     app_variant,
+    dumps,
+    from_jsonable,
+    json_schema,
+    loads,
     percentile_key,
 )
 from perflab.observations import Observations, Placement, TierCpu
@@ -204,3 +213,79 @@ def test_a_variant_is_named_by_the_settings_its_app_reads(
 
 def test_a_result_without_app_settings_has_an_unknown_app() -> None:
     assert app_variant(None) == "unknown app"
+
+
+# --- the loader's types beyond RunResult's, and the JSON Schema it is checked against ---------------
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document:
+    """A document of every kind of field the run files use."""
+
+    schema_version: int = 3
+    colour: Colour
+    state: Literal["complete", "incomplete"]
+    count: int | str  # either, in that order
+    anything: Any = None
+    kept: float | None = None
+    worked_out: float | None = field(default=None, metadata=NOT_STORED)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A document another program writes and extends: its other fields are passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    name: str
+
+
+def test_enums_literals_unions_and_fields_not_stored_round_trip() -> None:
+    document = Document(colour=Colour.BLUE, state="complete", count="7", anything={"a": [1]}, worked_out=2.0)
+    stored = json.loads(dumps(document))
+    assert stored == {"schema_version": 3, "colour": "blue", "state": "complete", "count": "7",
+                      "anything": {"a": [1]}, "kept": None}
+    assert loads(Document, dumps(document)) == dataclasses.replace(document, worked_out=None)
+    assert loads(Document, json.dumps({**stored, "count": 7})).count == 7
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"colour": "green"}, "Document.colour: expected 'red' or 'blue', found 'green'"),
+    ({"state": "done"}, "Document.state: expected 'complete' or 'incomplete', found 'done'"),
+    ({"count": 1.5}, "Document.count: expected an integer or a string, found number"),
+    ({"worked_out": 1.0}, "Document: unknown field\\(s\\) worked_out"),
+    ({"schema_version": 1}, "schema_version is 1; this perflab reads 3"),
+])
+def test_the_new_kinds_of_field_say_what_is_wrong(change: dict[str, object], message: str) -> None:
+    stored = {"schema_version": 3, "colour": "red", "state": "complete", "count": 1, **change}
+    with pytest.raises(SchemaError, match=message):
+        loads(Document, json.dumps(stored))
+
+
+def test_a_file_written_before_it_carried_a_version_reads_as_the_first_only_when_allowed() -> None:
+    stored = json.dumps({"colour": "red", "state": "complete", "count": 1})
+    with pytest.raises(SchemaError, match="schema_version is None; this perflab reads 3"):
+        loads(Document, stored)
+    assert loads(Document, stored, unversioned=True).schema_version == 3
+
+
+def test_an_open_document_drops_the_fields_it_does_not_name() -> None:
+    assert from_jsonable(Scenario, {"name": "zipcodes", "mix": {"write_ratio": 0.5}}, "Scenario") == Scenario("zipcodes")
+
+
+def test_the_json_schema_refuses_what_the_loader_refuses() -> None:
+    schema = json_schema(Document, "document")
+    good = {"schema_version": 3, "colour": "red", "state": "complete", "count": "1"}
+    jsonschema.validate(good, schema)
+    assert schema["required"] == ["colour", "state", "count"]
+    assert "worked_out" not in schema["properties"]  # type: ignore[operator]
+    for bad in ({**good, "colour": "green"}, {**good, "count": 1.5}, {**good, "extra": 1}, {**good, "schema_version": 2},
+                {k: v for k, v in good.items() if k != "state"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    jsonschema.validate({"name": "zipcodes", "mix": {}}, json_schema(Scenario, "scenario"))
+    jsonschema.validate(json.loads(full_result().to_json()), json_schema(RunResult, "result"))

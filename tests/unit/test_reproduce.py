@@ -4,26 +4,37 @@ themselves are the lab's (make reproduce on the local lab; figures in the sessio
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from perflab import reproduce
+from perflab import reproduce, rundir
+from perflab.attribution import Attribution
+from perflab.audit import Status, Verdict
 from perflab.compare import Row
+from perflab.model import AppSettings, ErrorCounts, LatencyDistribution, RunResult
 from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
 
 
+def result(achieved: float, p50: float, start_ms: float = 15000.0) -> RunResult:
+    """A run's result with the figures the relations read: the rate achieved, p50 and p99, the start."""
+    return RunResult(tool="vegeta", target_rate=300.0, achieved_rate=achieved, requests=round(achieved * 30),
+                     duration_s=30.0, errors=ErrorCounts(), app=AppSettings(name="app", start_to_first_request_ms=start_ms),
+                     latency_corrected=LatencyDistribution({"50": p50, "99": p50 * 1.5}, mean_ms=p50, max_ms=p50 * 2))
+
+
 def row(tmp_path: Path, name: str, achieved: float, p50: float, status: str = "VALID", sentence: str = "",
-        **audit: Any) -> Row:
+        start_ms: float = 15000.0, app_cpu_s_per_1000_requests: float | None = None,
+        app_max_rss_bytes: float | None = None) -> Row:
     run_dir = tmp_path / name
     run_dir.mkdir(parents=True)
-    (run_dir / "attribution.json").write_text(json.dumps({"sentence": sentence}))
-    result = {"achieved_rate": achieved, "latency_corrected": {"percentiles_ms": {"50": p50, "99": p50 * 1.5}},
-              "app": {"start_to_first_request_ms": audit.pop("start_ms", 15000.0)}}
-    return Row(name, run_dir, "", result, {"status": status, **audit}, "complete")
+    rundir.write_attribution(run_dir, Attribution(None, sentence, (), ()))
+    verdict = Verdict(status=Status(status), rules=(), app_cpu_s_per_1000_requests=app_cpu_s_per_1000_requests,
+                      app_max_rss_bytes=app_max_rss_bytes)
+    return Row(name, run_dir, "", result(achieved, p50, start_ms), verdict, "complete")
 
 
 # The lab's run of report 2 (issue 15): 200 threads 195.7 of 300 req/s at p50 3.96 s; the others held it.
@@ -57,7 +68,7 @@ def test_report_2_not_reproduced_when_200_threads_hold_or_the_cap_is_blamed_else
 def test_a_slow_or_missing_run_is_not_reproduced_or_not_judged(tmp_path: Path) -> None:
     rows = report_2_rows(tmp_path)
     rows["webflux"] = row(tmp_path, "webflux-slow", 300.0, 2400.0)  # held the rate, answers queued
-    rows["virtual"] = Row("virtual", None, "", None, {}, "no run (rejected before it started)")
+    rows["virtual"] = Row("virtual", None, "", None, None, "no run (rejected before it started)")
     relations = reproduce.judge(REPORT_2, rows, REPORT_2.settings)
     assert statuses(relations)[3:] == [NOT_REPRODUCED, NOT_JUDGED], relations
     assert relations[4]["figures"] == "virtual: no run (rejected before it started)"
@@ -74,7 +85,9 @@ def test_report_3_compares_what_each_thread_costs(tmp_path: Path) -> None:
     # 203 against 206 MiB: lower, but by less than one run each can tell apart (the lab's own figures).
     assert relations[1]["figures"] == ("IO thread 203 MiB, worker thread 206 MiB (98.5% of it; the report: 70.5%); "
                                        "lower by less than the 10% one run each can tell apart")
-    del rows["io"].audit["app_max_rss_bytes"]
+    io_audit = rows["io"].audit
+    assert io_audit is not None
+    rows["io"] = dataclasses.replace(rows["io"], audit=dataclasses.replace(io_audit, app_max_rss_bytes=None))
     assert statuses(reproduce.judge(REPORT_3, rows, REPORT_3.settings))[1] == NOT_JUDGED
 
 
@@ -87,7 +100,7 @@ def test_each_arm_runs_with_the_experiments_settings_and_falls_back_where_the_pr
             return 2, None  # the app role: the host is too small for the profile, before any run opens
         run_dir = results / f"2026{len(calls):04d}{named}"
         run_dir.mkdir(parents=True)
-        (run_dir / "status.json").write_text('{"status": "incomplete", "failed_step": "the run"}')
+        rundir.write_status(run_dir, rundir.RunStatus(status="incomplete", failed_step="the run"))
         return 2, run_dir
 
     code, text = reproduce.reproduce(REPORT_3, REPORT_3.settings, tmp_path, "inventory/local", ["-e", "x=1"], run)
@@ -139,10 +152,9 @@ def test_report_4_without_netem_runs_the_rest_and_says_the_delay_is_not_runnable
             return 2, None
         run_dir = results / f"2026{len(calls):04d}{named}"
         run_dir.mkdir(parents=True)
-        (run_dir / "status.json").write_text('{"status": "complete"}')
-        (run_dir / "result.json").write_text(json.dumps({"achieved_rate": 199.9, "latency_corrected": {
-            "percentiles_ms": {"50": 5.0, "99": 9.0}}, "app": {"start_to_first_request_ms": 21000.0}}))
-        (run_dir / "audit.json").write_text(json.dumps({"status": "VALID", "app_cpu_s_per_1000_requests": 0.3}))
+        rundir.write_status(run_dir, rundir.RunStatus(status="complete"))
+        rundir.write_result(run_dir, result(199.9, 5.0, start_ms=21000.0))
+        rundir.write_audit(run_dir, Verdict(status=Status.VALID, rules=(), app_cpu_s_per_1000_requests=0.3))
         return 0, run_dir
 
     code, text = reproduce.reproduce(REPORT_4, REPORT_4.settings, tmp_path, "inventory/local", [], run)

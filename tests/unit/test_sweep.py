@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from perflab import audit, report, sweep
+from perflab import audit, report, rundir, sweep
 from perflab.attribution import Attribution
-from perflab.model import ErrorCounts, LatencyDistribution, RunResult
+from perflab.model import ErrorCounts, LatencyDistribution, RunResult, dumps
+
+from .test_collect import bench_inputs
 
 SCENARIO_SLO = 50.0
 # What attribution.json says of a run limited by each tier (perflab/attribution.py's sentences).
@@ -33,16 +35,14 @@ def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 
     """A run directory as playbooks/bench.yml leaves it. VERDICT is the audit's but for its SLO
     rule, which judges P99 against SLO as `perflab judge` does."""
     run_dir.mkdir(parents=True)
-    scenario: dict[str, object] = {"name": "zipcodes", "rate": rate}
-    if slo is not None:
-        scenario["slo_p99_ms"] = slo
-    (run_dir / "bench-inputs.json").write_text(json.dumps({"run": {"scenario": scenario}}))
+    inputs = bench_inputs("wrk2", rate, ["wrk2-measure.txt"], [])
+    inputs["run"]["scenario"].update(name="zipcodes", slo_p99_ms=slo)
+    (run_dir / "bench-inputs.json").write_text(json.dumps(inputs))
     if attributed:
-        attribution = Attribution(limiting_tier, SENTENCES[limiting_tier], evidence=(), tiers=())
-        (run_dir / "attribution.json").write_text(attribution.to_json())
+        rundir.write_attribution(run_dir, Attribution(limiting_tier, SENTENCES[limiting_tier], evidence=(), tiers=()))
     if not complete:
-        (run_dir / "status.json").write_text(json.dumps(
-            {"status": "incomplete", "failed_step": "deploying the app", "reason": "perflab-app failed to start"}))
+        rundir.write_status(run_dir, rundir.RunStatus(
+            status="incomplete", failed_step="deploying the app", reason="perflab-app failed to start"))
         return
     result = RunResult(
         tool="wrk2", target_rate=rate, achieved_rate=rate if achieved is None else achieved, requests=rate * 10,
@@ -50,16 +50,16 @@ def write_run(run_dir: Path, rate: int, *, verdict: str = "VALID", p99: float = 
         latency_corrected=LatencyDistribution(percentiles_ms={"50": p99 / 4, "99": p99, "99.9": p99 * 2},
                                               mean_ms=p99 / 3, max_ms=p99 * 3),
     )
-    (run_dir / "result.json").write_text(result.to_json())
-    rules = [{"rule": "no_errors", "status": "VALID", "evidence": "0 errors"}]
+    rundir.write_result(run_dir, result)
+    rules = [audit.RuleResult("no_errors", audit.Status.VALID, "0 errors")]
     if verdict == "INVALID":
-        rules.append({"rule": "achieved_rate", "status": "INVALID", "evidence": "achieved 80% of the target"})
+        rules.append(audit.RuleResult("achieved_rate", audit.Status.INVALID, "achieved 80% of the target"))
     slo_rule = audit.p99_against_slo(p99, slo)
-    rules.append({"rule": slo_rule.rule, "status": slo_rule.status.value, "evidence": slo_rule.evidence})
+    rules.append(slo_rule)
     if slo_rule.status is audit.Status.WARN and verdict == "VALID":
         verdict = "WARN"
-    (run_dir / "audit.json").write_text(json.dumps({"schema_version": 1, "status": verdict, "rules": rules}))
-    (run_dir / "status.json").write_text(json.dumps({"status": "complete", "verdict": verdict}))
+    rundir.write_audit(run_dir, audit.Verdict(status=audit.Status(verdict), rules=tuple(rules)))
+    rundir.write_status(run_dir, rundir.RunStatus(status="complete", verdict=audit.Status(verdict)))
 
 
 class FakeBench:
@@ -82,11 +82,12 @@ class FakeBench:
 
 
 def run(tmp_path: Path, rates: list[int], outcomes: dict[int, dict[str, object]],
-        slo_override: float | None = None) -> tuple[sweep.Sweep, FakeBench, list[str]]:
+        slo_override: float | None = None) -> tuple[rundir.Sweep, FakeBench, list[str]]:
     bench = FakeBench(tmp_path, outcomes, slo_override)
     saved: list[str] = []
-    save: Callable[[sweep.Sweep], None] = lambda s: saved.append(s.to_json())
-    done = sweep.run_sweep(sweep.Sweep("quarkus", "zipcodes", slo_override, "2026-01-01T00:00:00Z", []),
+    save: Callable[[rundir.Sweep], None] = lambda s: saved.append(dumps(s))
+    done = sweep.run_sweep(rundir.Sweep(app="quarkus", scenario="zipcodes", slo_p99_ms=slo_override,
+                                       started_at="2026-01-01T00:00:00Z"),
                            rates, bench, save, slo_override=slo_override)
     return done, bench, saved
 
@@ -120,7 +121,7 @@ def test_too_many_steps_are_refused() -> None:
 def test_stops_at_the_first_invalid_step_and_keeps_the_one_before(tmp_path: Path) -> None:
     done, bench, _ = run(tmp_path, [100, 200, 300, 400], {300: {"verdict": "INVALID", "achieved": 240.0}})
     assert bench.rates_run == [100, 200, 300]
-    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert (best := sweep.max_sustainable_step(done)) is not None and best.rate == 200
     assert done.stopped_because == (
         "the audit judged the run at 300 req/s INVALID (achieved_rate: achieved 80% of the target)")
 
@@ -130,7 +131,7 @@ def test_stops_when_p99_exceeds_the_scenarios_slo(tmp_path: Path) -> None:
     assert bench.rates_run == [100, 200, 300]
     assert done.slo_p99_ms == SCENARIO_SLO
     assert [s.within_slo for s in done.steps] == [True, True, False]  # p99 == SLO is within it
-    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert (best := sweep.max_sustainable_step(done)) is not None and best.rate == 200
     assert done.stopped_because == "p99 50.5 ms at 300 req/s exceeds the SLO of 50 ms"
 
 
@@ -144,7 +145,7 @@ def test_slo_override_beats_the_scenario(tmp_path: Path) -> None:
 def test_warn_does_not_stop_the_sweep(tmp_path: Path) -> None:
     done, bench, _ = run(tmp_path, [100, 200], {100: {"verdict": "WARN"}})
     assert bench.rates_run == [100, 200]
-    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert (best := sweep.max_sustainable_step(done)) is not None and best.rate == 200
     assert done.stopped_because == "every step up to 200 req/s was sustainable: raise MAX (or add RATES) to find the limit"
 
 
@@ -158,7 +159,7 @@ def test_an_incomplete_run_stops_the_sweep_with_its_reason(tmp_path: Path) -> No
 
 def test_no_sustainable_step_means_no_maximum(tmp_path: Path) -> None:
     done, _, saved = run(tmp_path, [100, 200], {100: {"verdict": "INVALID"}})
-    assert done.max_sustainable_step is None
+    assert sweep.max_sustainable_step(done) is None
     assert json.loads(saved[-1])["max_sustainable_rate"] is None
     assert "none: not even the first step was sustainable" in sweep.table(done)
 
@@ -188,10 +189,9 @@ def test_sweep_json_is_saved_after_every_step_in_the_documented_format(tmp_path:
                                     "verdict": "WARN", "achieved_rate": 300.0, "p99_ms": 80.0, "within_slo": False}
     # The reader of `make report` takes it as it is.
     sweep_dir = tmp_path / "20260101T000000Z-quarkus-zipcodes-sweep"
-    sweep_dir.mkdir()
-    (sweep_dir / "sweep.json").write_text(done.to_json())
+    rundir.write_sweep(sweep_dir, done)
     loaded = report.load(tmp_path).sweeps
-    assert [(s.max_sustainable_rate, len(s.steps), s.slo_p99_ms) for s in loaded] == [(200.0, 3, 50.0)]
+    assert [(s.max_sustainable_rate, len(s.steps), s.slo_p99_ms) for s in loaded.values()] == [(200, 3, 50.0)]
 
 
 def test_table_lists_every_step_and_the_outcome(tmp_path: Path) -> None:
@@ -208,8 +208,8 @@ def test_table_lists_every_step_and_the_outcome(tmp_path: Path) -> None:
 
 def test_the_slo_is_the_audits_rule_and_other_invalid_rules_come_first(tmp_path: Path) -> None:
     done, _, _ = run(tmp_path, [100, 200], {200: {"verdict": "INVALID", "p99": 80.0}})
-    assert [r["rule"] for r in json.loads((tmp_path / "20260102T000000Z-quarkus-zipcodes" / "audit.json").read_text())
-            ["rules"] if r["status"] in ("INVALID", "WARN")] == ["achieved_rate", "slo_p99"]
+    assert [r.rule for r in rundir.read_audit(tmp_path / "20260102T000000Z-quarkus-zipcodes").reasons] == [
+        "achieved_rate", "slo_p99"]
     assert done.stopped_because == (
         "the audit judged the run at 200 req/s INVALID (achieved_rate: achieved 80% of the target)")
     # The sweep judges the SLO with the audit's own rule: the same p99, the same outcome.
@@ -220,7 +220,7 @@ def test_the_slo_is_the_audits_rule_and_other_invalid_rules_come_first(tmp_path:
 @pytest.mark.parametrize(("tier", "named"), [("db", "db"), ("loadgen", "loadgen"), (None, "an unknown tier")])
 def test_a_maximum_another_tier_limited_is_not_the_apps(tmp_path: Path, tier: str | None, named: str) -> None:
     done, _, saved = run(tmp_path, [100, 200, 300], {300: {"p99": 80.0, "limiting_tier": tier}})
-    assert done.max_sustainable_step is not None and done.max_sustainable_step.rate == 200
+    assert (best := sweep.max_sustainable_step(done)) is not None and best.rate == 200
     document = json.loads(saved[-1])
     assert (document["max_sustainable_rate"], document["limited_by"]) == (200, tier or "unknown")
     outcome = sweep.table(done).splitlines()[-2]
@@ -255,7 +255,7 @@ def test_a_first_step_another_tier_limited_gives_no_maximum_and_names_the_tier(t
 
 def test_a_sweep_that_found_no_limit_names_no_tier(tmp_path: Path) -> None:
     done, _, saved = run(tmp_path, [100, 200], {})
-    assert (json.loads(saved[-1])["limited_by"], done.failed_step) == (None, None)
+    assert (json.loads(saved[-1])["limited_by"], sweep.failed_step(done)) == (None, None)
     assert sweep.table(done).splitlines()[-2] == (
         "max sustainable throughput (quarkus, zipcodes, p99 SLO 50 ms): 200 req/s (achieved 200.0, p99 10.00 ms)")
 

@@ -123,15 +123,15 @@ def test_the_file_round_trips_and_refuses_what_is_not_one() -> None:
     measure = document["phases"][1]
     bad = {
         "not JSON": text[:40],
-        "schema_version is 2, not 1": json.dumps({**document, "schema_version": 2}),
-        "no measured phase": json.dumps({**document, "phases": [document["phases"][0]]}),
-        "phases[1].ok should hold whole numbers": json.dumps(
+        "schema_version is 2; this perflab reads 1": json.dumps({**document, "schema_version": 2}),
+        "TimeSeries: no measured phase": json.dumps({**document, "phases": [document["phases"][0]]}),
+        "TimeSeries.phases[1].ok[0]: expected an integer, found number": json.dumps(
             {**document, "phases": [document["phases"][0], {**measure, "ok": [1.5, 2, 3, 4]}]}),
-        "phase measure: ok, errors, p50_ms and p99_ms differ in length": json.dumps(
+        "TimeSeries.phases[1]: phase measure: ok, errors, p50_ms and p99_ms differ in length": json.dumps(
             {**document, "phases": [document["phases"][0], {**measure, "errors": [0]}]}),
-        "phases[1].p99_ms should hold numbers or null": json.dumps(
+        "TimeSeries.phases[1].p99_ms[0]: expected a number, found string": json.dumps(
             {**document, "phases": [document["phases"][0], {**measure, "p99_ms": ["1", 2, 3, 4]}]}),
-        "phases[1].duration_s is missing": json.dumps(
+        "TimeSeries.phases[1]: missing field duration_s": json.dumps(
             {**document, "phases": [document["phases"][0], {k: v for k, v in measure.items() if k != "duration_s"}]}),
     }
     for message, broken in bad.items():

@@ -20,9 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from perflab import verify
+from perflab import rundir, verify
 from perflab.contract import OpenApi
 from perflab.observe import CONTRACT_STATEMENTS
 
@@ -206,8 +207,7 @@ def judged(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[str]:
 
 
 def first_failure(plan: Mapping[str, Any], results: Mapping[str, Any]) -> str | None:
-    reason: str | None = verify.document(plan, results, verify.check(plan, results))["reason"]
-    return reason
+    return verify.document(plan, results, verify.check(plan, results)).reason
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED_TYPES))
@@ -401,6 +401,7 @@ def test_check_command_writes_verify_json_and_one_line(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (0, "")
     assert len(done.stdout.splitlines()) == 2 and all(" ok: " in line for line in done.stdout.splitlines())
     written = json.loads((tmp_path / "verify.json").read_text())
+    jsonschema.validate(written, json.loads((rundir.SCHEMAS_DIR / "verify.schema.json").read_text()))
     assert (written["status"], written["reason"], written["db_host"]) == ("ok", None, "db1")
     assert [t["ok"] for t in written["types"]] == [True, True]
     assert written["types"][0]["statements_per_request"][0] == {"select": 1.0, "insert": 0.0, "update": 0.0, "delete": 0.0}

@@ -1,0 +1,542 @@
+"""Every file of a run and of a sweep: its name, its model, and the one way to read and write it.
+
+A run's data travels between processes as files under results/<run-id>/ (docs/ARCHITECTURE.md,
+"Controller-side files"); a sweep's as results/<id>-sweep/sweep.json. This module is the only
+code that opens them: `read_<file>(directory)` and `write_<file>(directory, value)`, and where a
+command is given the file's path instead of its directory (`perflab judge RESULT.json`, `perflab
+verify check --output`), `load_<file>(path)` and `save_<file>(path, value)`. Each file has one
+typed model, read and written by perflab.model's loader (a field of the wrong type, a
+missing or an unknown one is refused with its name), each with its own schema_version:
+
+| file | model |
+| --- | --- |
+| status.json | RunStatus (here) |
+| bench-inputs.json | BenchInputs (here) |
+| db-sessions.json | DbSessionList (here) |
+| context.json | perflab.model.RunContext |
+| observations.json | perflab.observations.Observations |
+| result.json | perflab.model.RunResult |
+| audit.json | perflab.audit.Verdict |
+| attribution.json | perflab.attribution.Attribution |
+| utilization.json | perflab.observe.Utilization |
+| timeseries.json | perflab.timeseries.TimeSeries |
+| verify.json | VerifyReport (here; perflab.verify judges the verify phase) |
+| sweep.json | Sweep (here; perflab.sweep runs and judges it) |
+
+Their JSON Schemas, generated from these models, are perflab/schemas/<file>.schema.json (`make
+schemas`; a unit test fails when they drift). Ansible writes status.json, bench-inputs.json and
+db-sessions.json itself (roles/bench: a copy task costs the run nothing, a perflab process about a
+second per file); they carry the version these models read, and are checked against the model
+when read.
+
+Files written before they carried a schema_version (status.json, bench-inputs.json,
+db-sessions.json) read as version 1, their shape then. Writes are atomic (a temporary file
+renamed over the old one): a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+from perflab.attribution import Attribution
+from perflab.audit import Status, Verdict
+from perflab.model import NOT_STORED, RunContext, RunResult, SchemaError, dumps, json_schema, load_document
+from perflab.observations import Observations
+from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, Utilization
+from perflab.timeseries import TimeSeries
+
+ROOT = Path(__file__).resolve().parent.parent
+
+STATUS = "status.json"
+BENCH_INPUTS = "bench-inputs.json"
+DB_SESSIONS = "db-sessions.json"
+CONTEXT = "context.json"
+OBSERVATIONS = "observations.json"
+RESULT = "result.json"
+AUDIT = "audit.json"
+ATTRIBUTION = "attribution.json"
+UTILIZATION = "utilization.json"
+TIMESERIES = "timeseries.json"
+VERIFY = "verify.json"
+SWEEP = "sweep.json"
+
+T = TypeVar("T")
+
+
+class RunFileError(ValueError):
+    """A run's file that cannot be read as its model: missing, not text, not JSON, or not matching."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+    @property
+    def short(self) -> str:
+        """The message with the file's name alone (for a page that lists runs by directory)."""
+        return f"{self.path.name}: {self.problem}"
+
+
+RESULTS_HELP = "the results directory (default: $PERFLAB_RESULTS_DIR, else the checkout's results/)"
+
+
+def results_dir(given: Path | None = None) -> Path:
+    """Where runs land and are read: GIVEN (--results), else $PERFLAB_RESULTS_DIR (the Makefile's
+    RESULTS=), else the checkout's results/, where the bench writes by default (lab_results_dir)."""
+    return given or Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
+
+
+# ---------------------------------------------------------------------------------------------
+# The models of the files only this module knows
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStatus:
+    """status.json: whether the run completed. roles/bench writes it `incomplete` when the run
+    opens (and with the failed step when a step fails); `perflab collect` writes it `complete`
+    with the verdict once every other file is written."""
+
+    schema_version: int = 1
+    status: Literal["complete", "incomplete"]
+    run_id: str | None = None
+    verdict: Status | None = None  # the audit's, when complete
+    started_at: str | None = None  # the measured phase, when complete
+    ended_at: str | None = None
+    failed_step: str | None = None  # incomplete: the bench's step that failed
+    reason: str | None = None  # incomplete: why, as Ansible reported it
+    recorded_at: str | None = None  # incomplete: when the failure was recorded
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """A host's CPU time at one moment (roles/bench/tasks/sample_cpu.yml)."""
+
+    host: str
+    machine: str  # the kernel's boot id: one machine
+    cpus: tuple[int, ...]  # its CPU affinity
+    usage_usec: int  # CPU time used so far
+    at: float  # unix seconds
+
+
+@dataclass(frozen=True)
+class HostCpuSamples:
+    start: CpuSample
+    end: CpuSample
+
+
+@dataclass(frozen=True)
+class HostInputs:
+    """A host's facts (roles/bench/tasks/host_facts.yml); Ansible versions before 2.19 wrote the
+    numbers as strings."""
+
+    cpus: int | str | None = None
+    memory_mb: int | str | None = None
+    os: str | None = None
+    kernel: str | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioInputs:
+    """The scenario as the bench ran it (role loadgen's scenarios/<name>.yml with the operator's
+    overrides): the fields perflab reads; the scenario file's others are passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    name: str
+    rate: float
+    connections: int
+    threads: int
+    slo_p99_ms: float | None = None
+    max_workers: int | None = None  # vegeta's -max-workers as sized to the loadgen host (vegeta runs only)
+
+
+@dataclass(frozen=True)
+class PhaseInputs:
+    """One phase of the load generator as role loadgen set it up: its environment is what perflab
+    reads (the scenario's knobs); the argv and timings are passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    environment: dict[str, Any] = field(default_factory=dict)  # as the scenario gives them: strings, numbers
+
+
+@dataclass(frozen=True)
+class LoadgenRun:
+    """role loadgen's loadgen_run: the tool and the scenario as run. Perflab reads these fields;
+    the role's others are passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    tool: str
+    target_url: str
+    scenario: ScenarioInputs
+    duration_s: float
+    warmup_s: float
+    tool_reason: str = ""
+    host_rates: tuple[float, ...] = ()  # each loadgen host's share of the rate, in the inventory's order
+    hosts: tuple[str, ...] = ()  # the loadgen hosts, in the same order
+    calibration_ms: int = 0  # wrk2: the measured invocation's first milliseconds, not recorded
+    phases: dict[str, PhaseInputs] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """role app's app_deployment (the perflab_app fact): the fields perflab reads; the others
+    (main_pid, started_at, ...) are passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    app: str
+    start_to_ready_ms: float
+    profile: str | None = None
+    jvm_opts: tuple[str, ...] = ()
+    env: dict[str, Any] = field(default_factory=dict)  # PERFLAB_* variables, no secret
+    cpu_affinity: tuple[int | str, ...] = ()
+    memory_max_mb: int | str | None = None  # "" or "None" where the profile sets no limit
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchInputs:
+    """bench-inputs.json: what the bench's plays gathered about a run, for `perflab collect`
+    (roles/bench/vars/main.yml __bench_inputs, whose keys are these fields: a unit test keeps
+    them equal)."""
+
+    schema_version: int = 1
+    run_id: str
+    raw_output: str
+    run: LoadgenRun
+    measure_started_at: str
+    measure_ended_at: str
+    cpu_start: dict[str, CpuSample]  # tier -> its host's sample before the measured phase
+    cpu_end: dict[str, CpuSample]
+    deployment: Deployment
+    tiers: dict[str, tuple[str, ...]]  # tier -> its hosts
+    hosts: dict[str, HostInputs]
+    versions: dict[str, str | None]
+    # The measured phase's raw output of every loadgen host, in the inventory's order (measured_files).
+    raw_files: tuple[str, ...] = ()
+    percentile_files: tuple[str, ...] = ()  # wrk2's percentile table of each loadgen host, in the same order
+    db_delay_ms: int = 0
+    quiet_s: float = 0.0
+    scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S  # absent from inputs written before it was carried
+    repetition: dict[str, str | int] = field(default_factory=dict)  # bench_repetition: {} for a run made once
+    warmup_started_at: str | None = None
+    loadgen_hosts_cpu: dict[str, HostCpuSamples] = field(default_factory=dict)  # several loadgen hosts: each one's
+    start_skew_ms: int | float | None = None  # how far apart the loadgen hosts started (ms), as the play rounded it
+
+    @property
+    def measured_files(self) -> tuple[str, ...]:
+        """The measured phase's raw output of every loadgen host: raw_files, or raw_output alone in
+        inputs written before the bench ran several loadgen hosts (and kept raw_files)."""
+        return self.raw_files or (self.raw_output,)
+
+
+@dataclass(frozen=True)
+class DbSession:
+    id: int
+    user: str
+    host: str
+    tls: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class DbSessionList:
+    """db-sessions.json: the DB's network sessions at the end of the measured phase
+    (roles/bench/tasks/db_sessions.yml), or why they are unknown."""
+
+    schema_version: int = 1
+    sessions: tuple[DbSession, ...] = ()
+    evidence: str | None = None  # how each session's TLS is known
+    unavailable: str | None = None  # why the DB did not list them
+
+
+@dataclass(frozen=True)
+class VerifyCheck:
+    """One request type of the verify phase: its answers and DB statements against the contract."""
+
+    name: str  # "GET /zipcodes/{zip}"
+    ok: bool
+    check: str  # the check that failed, or what passed, one line
+    answers: dict[str, int]  # status (or "no answer") -> count
+    expected_statements_per_request: dict[str, float]  # the contract's, by kind
+    statements_per_request: tuple[dict[str, float], ...]  # each burst's
+    answers_shown: tuple[dict[str, Any], ...]  # a few answers as verify_app.py received them, bodies cut short
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyReport:
+    """verify.json: the verify phase's verdict before any load (perflab.verify; `perflab verify check
+    --output`), with where and how it was measured."""
+
+    schema_version: int = 1
+    status: Literal["ok", "failed"]
+    reason: str | None  # the first failing check
+    scenario: str | None
+    base_url: str | None
+    db_host: str | None  # where the statements were counted
+    burst: int | None  # requests a burst
+    attempts: int | None  # measured bursts a type
+    tolerance: float | None  # statements per request a type may be off by
+    skipped: tuple[str, ...]  # the scenario's endpoints the verify has no request for
+    own_statements_per_reading: dict[str, float] | None  # the reader's own, taken off
+    seconds: float | None  # how long verify_app.py took
+    types: tuple[VerifyCheck, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rate of a sweep, as its run's files judge it (perflab.sweep.read_step)."""
+
+    rate: int
+    run_id: str | None
+    status: str  # "complete" or "incomplete"
+    verdict: str | None  # the audit's: VALID, WARN or INVALID; None when there is no audit
+    achieved_rate: float | None
+    p99_ms: float | None
+    within_slo: bool
+    # Not in sweep.json: what the printed table and the stop sentence need while the sweep runs.
+    p50_ms: float | None = field(default=None, metadata=NOT_STORED)
+    p999_ms: float | None = field(default=None, metadata=NOT_STORED)
+    errors: int | None = field(default=None, metadata=NOT_STORED)
+    # Why the run is unusable or INVALID (the SLO aside: within_slo says that).
+    problem: str | None = field(default=None, metadata=NOT_STORED)
+    # Its attribution.json's limiting tier (None when it names none or there is none), and sentence.
+    limiting_tier: str | None = field(default=None, metadata=NOT_STORED)
+    attribution: str | None = field(default=None, metadata=NOT_STORED)
+
+
+@dataclass(kw_only=True)
+class Sweep:
+    """sweep.json: a sweep's steps and its outcome, rewritten after every step (perflab.sweep)."""
+
+    schema_version: int = 1
+    kind: Literal["sweep"] = "sweep"
+    app: str
+    scenario: str
+    slo_p99_ms: float | None
+    started_at: str
+    ended_at: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    # The outcome as the sweep judged its steps (perflab.sweep.record): the file's readers cannot
+    # judge them again, sweep.json keeps no step's problem.
+    max_sustainable_rate: int | None = None
+    limited_by: str | None = None  # the tier that limited the failed step ("unknown"); None: none failed
+    stopped_because: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and writing
+
+
+def _text(path: Path) -> str:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise RunFileError(path, "no such file") from None
+    except IsADirectoryError:
+        raise RunFileError(path, "is a directory, not a file") from None
+    except OSError as exc:
+        raise RunFileError(path, f"cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise RunFileError(path, "not text (binary or not UTF-8)") from None
+    if not text.strip():
+        raise RunFileError(path, "empty (written only in part?)")
+    return text
+
+
+def _document(path: Path, text: str | None = None) -> Any:
+    try:
+        return json.loads(_text(path) if text is None else text)
+    except json.JSONDecodeError as exc:
+        raise RunFileError(path, f"not JSON (line {exc.lineno}: {exc.msg}): corrupt or cut short") from None
+
+
+def _read(path: Path, cls: type[T], *, unversioned: bool = False) -> T:
+    try:
+        return load_document(cls, _document(path), unversioned=unversioned)
+    except SchemaError as exc:
+        raise RunFileError(path, f"not {_WHAT[cls]}: {exc}") from None
+
+
+def _write(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all: a reader never sees half a file."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _parsed(path: Path, cls: type[T], parse: Callable[[str], T]) -> T:
+    """A file whose model parses its own text (Observations drops a retired field first): its
+    errors as RunFileError."""
+    text = _text(path)
+    _document(path, text)  # what is not JSON is refused in the same words as every other file
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise RunFileError(path, f"not {_WHAT[cls]}: {exc}") from None
+
+
+# What each model is, for the message that refuses a file.
+_WHAT: dict[type, str] = {
+    RunStatus: "a perflab run status", BenchInputs: "the bench's inputs", DbSessionList: "the DB's sessions",
+    RunContext: "a perflab run context", Observations: "perflab observations", RunResult: "a perflab result",
+    Verdict: "a perflab verdict", Attribution: "a perflab attribution", Utilization: "a perflab utilization",
+    TimeSeries: "a perflab time series", VerifyReport: "a perflab verify report", Sweep: "a perflab sweep",
+}
+
+
+def read_status(run_dir: Path) -> RunStatus:
+    return _read(run_dir / STATUS, RunStatus, unversioned=True)
+
+
+def write_status(run_dir: Path, status: RunStatus) -> None:
+    _write(run_dir / STATUS, dumps(status))
+
+
+def read_bench_inputs(run_dir: Path) -> BenchInputs:
+    return _read(run_dir / BENCH_INPUTS, BenchInputs, unversioned=True)
+
+
+def read_db_sessions(run_dir: Path) -> DbSessionList:
+    return _read(run_dir / DB_SESSIONS, DbSessionList, unversioned=True)
+
+
+def load_context(path: Path) -> RunContext:
+    """A run context at PATH (`perflab parse-* --context`); read_context() reads a run's."""
+    return _read(path, RunContext)
+
+
+def read_context(run_dir: Path) -> RunContext:
+    return load_context(run_dir / CONTEXT)
+
+
+def write_context(run_dir: Path, context: RunContext) -> None:
+    _write(run_dir / CONTEXT, dumps(context))
+
+
+def load_observations(path: Path) -> Observations:
+    """Observations at PATH (`perflab judge --observations`); read_observations() reads a run's."""
+    return _parsed(path, Observations, Observations.from_json)
+
+
+def read_observations(run_dir: Path) -> Observations:
+    return load_observations(run_dir / OBSERVATIONS)
+
+
+def write_observations(run_dir: Path, observations: Observations) -> None:
+    _write(run_dir / OBSERVATIONS, dumps(observations))
+
+
+def load_result(path: Path) -> RunResult:
+    """A run result at PATH (`perflab judge`); read_result() reads a run's."""
+    return _read(path, RunResult)
+
+
+def read_result(run_dir: Path) -> RunResult:
+    return load_result(run_dir / RESULT)
+
+
+def write_result(run_dir: Path, result: RunResult) -> None:
+    _write(run_dir / RESULT, dumps(result))
+
+
+def read_audit(run_dir: Path) -> Verdict:
+    return _read(run_dir / AUDIT, Verdict)
+
+
+def write_audit(run_dir: Path, verdict: Verdict) -> None:
+    _write(run_dir / AUDIT, dumps(verdict))
+
+
+def read_attribution(run_dir: Path) -> Attribution:
+    return _read(run_dir / ATTRIBUTION, Attribution)
+
+
+def write_attribution(run_dir: Path, attribution: Attribution) -> None:
+    _write(run_dir / ATTRIBUTION, dumps(attribution))
+
+
+def read_utilization(run_dir: Path) -> Utilization:
+    return _read(run_dir / UTILIZATION, Utilization)
+
+
+def write_utilization(run_dir: Path, utilization: Utilization | None) -> None:
+    """utilization.json, or none (None: Prometheus had no data, and no earlier file is left to mislead)."""
+    if utilization is None:
+        (run_dir / UTILIZATION).unlink(missing_ok=True)
+    else:
+        _write(run_dir / UTILIZATION, dumps(utilization))
+
+
+def read_timeseries(run_dir: Path) -> TimeSeries:
+    return _read(run_dir / TIMESERIES, TimeSeries)
+
+
+def write_timeseries(run_dir: Path, series: TimeSeries) -> None:
+    _write(run_dir / TIMESERIES, series.to_json())
+
+
+def save_verify(path: Path, report: VerifyReport) -> None:
+    """verify.json where `perflab verify check --output` is told to put it (roles/bench/tasks/verify.yml:
+    the run's directory)."""
+    _write(path, dumps(report))
+
+
+def read_sweep(sweep_dir: Path) -> Sweep:
+    return _read(sweep_dir / SWEEP, Sweep)
+
+
+def write_sweep(sweep_dir: Path, sweep: Sweep) -> None:
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    _write(sweep_dir / SWEEP, dumps(sweep))
+
+
+# ---------------------------------------------------------------------------------------------
+# The files' JSON Schemas: perflab/schemas/<file>.schema.json, generated from the models
+
+
+SCHEMAS_DIR = Path(__file__).resolve().with_name("schemas")
+MODELS: dict[str, type] = {
+    STATUS: RunStatus, BENCH_INPUTS: BenchInputs, DB_SESSIONS: DbSessionList, CONTEXT: RunContext,
+    OBSERVATIONS: Observations, RESULT: RunResult, AUDIT: Verdict, ATTRIBUTION: Attribution,
+    UTILIZATION: Utilization, TIMESERIES: TimeSeries, VERIFY: VerifyReport, SWEEP: Sweep,
+}
+
+
+def schema_name(file_name: str) -> str:
+    """status.json -> status.schema.json"""
+    return file_name.removesuffix(".json") + ".schema.json"
+
+
+def schemas() -> dict[str, str]:
+    """Every run file's JSON Schema, by its file name under perflab/schemas/."""
+    return {schema_name(name): json.dumps(json_schema(model, name), indent=2) + "\n" for name, model in MODELS.items()}
+
+
+def main(argv: list[str]) -> int:
+    """python -m perflab.rundir [DIR] (make schemas): write every run file's JSON Schema into DIR
+    (default: perflab/schemas/)."""
+    if len(argv) > 1:
+        print("usage: python -m perflab.rundir [DIR]", file=sys.stderr)
+        return 2
+    directory = Path(argv[0]) if argv else SCHEMAS_DIR
+    if not directory.is_dir():
+        print(f"perflab rundir: {directory} is not a directory", file=sys.stderr)
+        return 2
+    for name, text in schemas().items():
+        (directory / name).write_text(text, encoding="utf-8")
+        print(f"wrote {directory / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
