@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -81,6 +82,82 @@ def test_metrics(target, api):
     limit = target.pool_size if target.pool_size is not None else float("inf")
     assert 0 <= pool["perflab_db_pool_in_use"] <= limit, pool
     assert pool["perflab_db_pool_waiting"] >= 0, pool
+
+
+def scrape(target, api) -> list[tuple[str, dict[str, str], float]]:
+    response = target.request("GET", "/metrics", headers={"Accept": "text/plain"})
+    return parse_metrics(api.check(response, "get", "/metrics"))
+
+
+def server_buckets(api) -> list[float]:
+    """The contract's one bucket list of http_server_requests_seconds (openapi.yaml, which says why)."""
+    return sorted(float(le) for le in api.operation("get", "/metrics")["x-http-server-requests-le-seconds"])
+
+
+def histogram(samples, uri: str, method: str = "GET", status: str = "200") -> dict[str, float]:
+    """One route's http_server_requests_seconds, summed over the labels a framework adds (outcome,
+    exception, error): {"count", "sum", le (as a float's repr) -> cumulative count}."""
+    found: dict[str, float] = {}
+    for name, labels, value in samples:
+        if (labels.get("uri"), labels.get("method"), labels.get("status")) != (uri, method, status):
+            continue
+        key = {"http_server_requests_seconds_count": "count", "http_server_requests_seconds_sum": "sum"}.get(name)
+        if name == "http_server_requests_seconds_bucket":
+            key = repr(float(labels["le"]))
+        if key is not None:
+            found[key] = found.get(key, 0.0) + value
+    return found
+
+
+# The uri values besides the contract's route templates (openapi.yaml's paths) that the frameworks emit
+# (apps/contract/README.md, "Metrics"): NOT_FOUND for a 404 no route matched, UNKNOWN for Spring's 405 of a
+# method no route serves, and the Spring actuator's health route (MVC /health/**, WebFlux /health/{*path}).
+FRAMEWORK_URIS = {"NOT_FOUND", "UNKNOWN", "/health/**", "/health/{*path}"}
+
+
+def test_server_latency_histogram(target, api):
+    """http_server_requests_seconds is a histogram with the contract's buckets on every series, counts
+    each request once, in seconds, under its route template (issue 12: server p50/p99 in Prometheus)."""
+    buckets = server_buckets(api)
+    before = histogram(scrape(target, api), "/hello/{latency}")
+    delays_ms = (1, 2, 60)  # three paths of one route; 60 ms is past the 50 ms bound, 1 and 2 ms are not
+    for delay in delays_ms:
+        assert target.request("GET", f"/hello/{delay}").status_code == 200
+    # A framework records a request when its exchange ends, which can be just after the client has the
+    # answer: wait for the count to arrive, then it must be exactly the requests made.
+    deadline = time.monotonic() + 5
+    while True:
+        samples = scrape(target, api)
+        after = histogram(samples, "/hello/{latency}")
+        if after.get("count", 0) - before.get("count", 0) >= len(delays_ms) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+
+    series: dict[tuple, list[float]] = {}
+    for name, labels, _ in samples:
+        if name == "http_server_requests_seconds_bucket":
+            rest = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+            series.setdefault(rest, []).append(float(labels["le"]))
+    assert series, "/metrics has no http_server_requests_seconds_bucket: the server timer is not a histogram"
+    for labels, bounds in series.items():
+        assert sorted(bounds) == [*buckets, math.inf], (
+            f"http_server_requests_seconds_bucket{dict(labels)}: le {sorted(bounds)}, the contract's {buckets} and +Inf"
+        )
+
+    moved = {key: after.get(key, 0.0) - before.get(key, 0.0) for key in after}
+    assert moved.get("count") == len(delays_ms), (
+        f"http_server_requests_seconds_count{{uri=\"/hello/{{latency}}\"}} moved by {moved.get('count')} "
+        f"for {len(delays_ms)} requests"
+    )
+    assert moved[repr(math.inf)] == len(delays_ms), moved
+    assert moved[repr(10.0)] == len(delays_ms), f"a request of at most 60 ms counted above 10 s: {moved}"
+    assert moved[repr(0.05)] <= len(delays_ms) - 1, f"the 60 ms request counted within 50 ms: {moved}"
+    assert sum(delays_ms) / 1000 <= moved["sum"] < 10, f"_sum moved by {moved['sum']} s for {delays_ms} ms of delays"
+
+    # Every uri so far (the suite's bad input included) is a route's template or a framework's fixed name.
+    uris = {labels.get("uri") for name, labels, _ in samples if name.startswith("http_server_requests_seconds")}
+    raw = sorted(str(uri) for uri in uris - set(api.spec["paths"]) - FRAMEWORK_URIS)
+    assert not raw, f"uri labels must be route templates (/hello/{{latency}}, not /hello/60), found: {raw}"
 
 
 # Apps that serve requests on a bounded pool of threads, and the pool's tag (docs/ARCHITECTURE.md):
