@@ -6,18 +6,26 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
+import io.quarkus.runtime.ExecutorRecorder;
 import io.quarkus.runtime.StartupEvent;
+import io.quarkus.runtime.util.ForwardingExecutorService;
 import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
+import org.jboss.logging.Logger;
+import org.jboss.threads.EnhancedQueueExecutor;
 
+import java.lang.reflect.Method;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.function.ToDoubleFunction;
 
 /**
- * The lab's common metrics. The pool gauges read what Quarkus' Vert.x Micrometer binder already keeps
- * for the reactive SQL pool (sql.pool.active: connections lent out; sql.pool.queue.size: requests
- * waiting for one), so they count exactly what the pool does, without wrapping it.
+ * The lab's common metrics (docs/ARCHITECTURE.md). Each gauge reads what the framework already keeps, at
+ * each scrape: the pool gauges what Quarkus' Vert.x Micrometer binder records for the reactive SQL pool
+ * (sql.pool.active: connections lent out; sql.pool.queue.size: requests waiting for one), the request
+ * gauges Quarkus' worker pool's own counters.
  */
 @Singleton
 public class Metrics {
@@ -27,6 +35,8 @@ public class Metrics {
      */
     private static final double[] SERVER_LATENCY_BUCKETS_MS = {
             0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 105, 110, 150, 250, 500, 1000, 1050, 1100, 2000, 5000, 10000};
+
+    private static final Logger LOG = Logger.getLogger(Metrics.class);
 
     @Produces
     @Singleton
@@ -54,11 +64,54 @@ public class Metrics {
         };
     }
 
-    void registerPoolGauges(@Observes StartupEvent event, MeterRegistry registry) {
+    void registerGauges(@Observes StartupEvent event, MeterRegistry registry) {
         Gauge.builder("perflab.db.pool.in.use", registry, r -> sum(r, "sql.pool.active"))
                 .description("DB connections in use").register(registry);
         Gauge.builder("perflab.db.pool.waiting", registry, r -> sum(r, "sql.pool.queue.size"))
                 .description("Requests waiting for a DB connection").register(registry);
+
+        // The worker pool (executor-thread-*): where PERFLAB_GREETING_DISPATCH=worker sends the greeting and
+        // blocking work goes. Vert.x's worker_pool_* meters (pool_name="vert.x-worker-thread") run on the same
+        // threads but count only what Vert.x itself submits (the /metrics scrape, health checks): 50 greetings
+        // on a worker left their completed count where it was.
+        EnhancedQueueExecutor workers = workerPool();
+        if (workers == null) {
+            LOG.warn("Quarkus' worker pool is not an EnhancedQueueExecutor here: no perflab_request_* gauges");
+        } else {
+            // getActiveCount counts only with jboss.threads.eqe.statistics.active-count (Main sets it), and
+            // getQueueSize only with a bounded queue (quarkus.thread-pool.queue-size); -1 otherwise.
+            workerGauge(registry, "perflab.request.threads.busy", "worker threads running a task", workers,
+                    EnhancedQueueExecutor::getActiveCount);
+            workerGauge(registry, "perflab.request.threads.max", "the worker pool's maximum size", workers,
+                    EnhancedQueueExecutor::getMaximumPoolSize);
+            workerGauge(registry, "perflab.request.queue", "tasks waiting for a worker thread", workers,
+                    EnhancedQueueExecutor::getQueueSize);
+        }
+    }
+
+    private static void workerGauge(MeterRegistry registry, String name, String description,
+            EnhancedQueueExecutor workers, ToDoubleFunction<EnhancedQueueExecutor> value) {
+        Gauge.builder(name, workers, value).tag("pool", "quarkus-worker").strongReference(true)
+                .description(description).register(registry);
+    }
+
+    /**
+     * Quarkus hands its executor out wrapped (NoopShutdownScheduledExecutorService, so that no caller shuts it
+     * down) and the wrapper's delegate() is protected: unwrapped once here, by reflection.
+     */
+    private static EnhancedQueueExecutor workerPool() {
+        Executor executor = ExecutorRecorder.getCurrent();
+        try {
+            Method delegate = ForwardingExecutorService.class.getDeclaredMethod("delegate");
+            delegate.setAccessible(true);
+            while (executor instanceof ForwardingExecutorService forwarding) {
+                executor = (Executor) delegate.invoke(forwarding);
+            }
+        } catch (ReflectiveOperationException e) {
+            LOG.warnf("cannot unwrap Quarkus' worker pool: %s", e);
+            return null;
+        }
+        return executor instanceof EnhancedQueueExecutor pool ? pool : null;
     }
 
     private static double sum(MeterRegistry registry, String gaugeName) {
