@@ -163,21 +163,22 @@ def test_server_latency_histogram(target, api):
 # What each app exports of its request-handling capacity (docs/ARCHITECTURE.md), by target (app+variant):
 # the pool tag of each family of gauges it has; it exports no gauge of the other families.
 REQUEST_THREADS = ("perflab_request_threads_busy", "perflab_request_threads_max", "perflab_request_queue")
-FAMILIES = {"request threads": REQUEST_THREADS}
+EVENT_LOOPS = ("perflab_event_loop_pending_tasks", "perflab_event_loops")
+FAMILIES = {"request threads": REQUEST_THREADS, "event loops": EVENT_LOOPS}
 CAPACITY_POOLS = {
     "spring-mvc": {"request threads": "tomcat"},
     "spring-mvc+virtual": {},
-    "spring-webflux": {},
-    "quarkus": {"request threads": "quarkus-worker"},
-    "quarkus+worker": {"request threads": "quarkus-worker"},
+    "spring-webflux": {"event loops": "netty"},
+    "quarkus": {"request threads": "quarkus-worker", "event loops": "vertx"},
+    "quarkus+worker": {"request threads": "quarkus-worker", "event loops": "vertx"},
 }
 
 
 def test_request_capacity_gauges_under_slow_requests(target, api):
     """Each app's request-handling capacity in one naming scheme (issue 15), read while six slow requests
     (/hello/1500) are in progress: the gauges of the app's own pools, each tagged with its pool, and no
-    other; their values as each framework serves a delay (a Tomcat thread sleeps in it; Quarkus waits on a
-    timer, holding no thread)."""
+    other; their values as each framework serves a delay (a Tomcat thread sleeps in it; WebFlux and Quarkus
+    wait on a timer, holding no thread)."""
     expected = CAPACITY_POOLS.get(target.name if target.process is not None else target.application)
     if expected is None:
         pytest.skip("the capacity gauges are known by app and variant: run with --app, or --app-name for a default variant")
@@ -218,6 +219,17 @@ def test_request_capacity_gauges_under_slow_requests(target, api):
         assert 1 <= busy < in_flight, f"perflab_request_threads_busy {busy} with {in_flight} delays in progress"
     if pool is not None:
         assert queue == 0, f"perflab_request_queue {queue} (-1: not counted)"
+
+    pool = expected.get("event loops")
+    pending, loops = (value.get(name) for name in EVENT_LOOPS)
+    if pool == "vertx":
+        # Quarkus' default quarkus.vertx.event-loops-pool-size (the app sets none): one per CPU, at least 2
+        # (fewer only on a heap under 10 MiB per loop).
+        assert loops == max(cpus, 2), f"perflab_event_loops {loops}: Quarkus' default is 1 per CPU, at least 2"
+    if pool == "netty":
+        assert loops == max(cpus, 4), f"perflab_event_loops {loops}: Reactor Netty's default is 1 per CPU, at least 4"
+    if pool is not None:
+        assert pending >= 0 and pending == int(pending), f"perflab_event_loop_pending_tasks {pending}"
 
 
 def test_db_sessions_use_tls(target):

@@ -6,9 +6,13 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.quarkus.runtime.ExecutorRecorder;
 import io.quarkus.runtime.StartupEvent;
 import io.quarkus.runtime.util.ForwardingExecutorService;
+import io.vertx.core.Vertx;
 import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
@@ -25,7 +29,7 @@ import java.util.function.ToDoubleFunction;
  * The lab's common metrics (docs/ARCHITECTURE.md). Each gauge reads what the framework already keeps, at
  * each scrape: the pool gauges what Quarkus' Vert.x Micrometer binder records for the reactive SQL pool
  * (sql.pool.active: connections lent out; sql.pool.queue.size: requests waiting for one), the request
- * gauges Quarkus' worker pool's own counters.
+ * gauges Quarkus' worker pool's own counters, the event-loop gauges Netty's queues.
  */
 @Singleton
 public class Metrics {
@@ -64,7 +68,7 @@ public class Metrics {
         };
     }
 
-    void registerGauges(@Observes StartupEvent event, MeterRegistry registry) {
+    void registerGauges(@Observes StartupEvent event, MeterRegistry registry, Vertx vertx) {
         Gauge.builder("perflab.db.pool.in.use", registry, r -> sum(r, "sql.pool.active"))
                 .description("DB connections in use").register(registry);
         Gauge.builder("perflab.db.pool.waiting", registry, r -> sum(r, "sql.pool.queue.size"))
@@ -87,6 +91,13 @@ public class Metrics {
             workerGauge(registry, "perflab.request.queue", "tasks waiting for a worker thread", workers,
                     EnhancedQueueExecutor::getQueueSize);
         }
+
+        // The Vert.x event loops that serve HTTP and the reactive MySQL client (not the acceptor loop).
+        EventLoopGroup loops = vertx.nettyEventLoopGroup();
+        Gauge.builder("perflab.event.loop.pending.tasks", loops, Metrics::pendingTasks).tag("pool", "vertx")
+                .description("tasks waiting in the event loops' queues, summed over the loops").register(registry);
+        Gauge.builder("perflab.event.loops", loops, Metrics::count).tag("pool", "vertx")
+                .description("event loops (threads)").register(registry);
     }
 
     private static void workerGauge(MeterRegistry registry, String name, String description,
@@ -112,6 +123,25 @@ public class Metrics {
             return null;
         }
         return executor instanceof EnhancedQueueExecutor pool ? pool : null;
+    }
+
+    /** Netty's count of each loop's queued tasks (not its scheduled timers), summed; cheap (queue indices). */
+    private static double pendingTasks(EventLoopGroup group) {
+        int pending = 0;
+        for (EventExecutor loop : group) {
+            if (loop instanceof SingleThreadEventExecutor single) {
+                pending += single.pendingTasks();
+            }
+        }
+        return pending;
+    }
+
+    private static double count(EventLoopGroup group) {
+        int loops = 0;
+        for (EventExecutor ignored : group) {
+            loops++;
+        }
+        return loops;
     }
 
     private static double sum(MeterRegistry registry, String gaugeName) {
