@@ -164,21 +164,33 @@ def test_server_latency_histogram(target, api):
 # the pool tag of each family of gauges it has; it exports no gauge of the other families.
 REQUEST_THREADS = ("perflab_request_threads_busy", "perflab_request_threads_max", "perflab_request_queue")
 EVENT_LOOPS = ("perflab_event_loop_pending_tasks", "perflab_event_loops")
-FAMILIES = {"request threads": REQUEST_THREADS, "event loops": EVENT_LOOPS}
+VIRTUAL_CARRIERS = ("perflab_virtual_thread_carriers_busy", "perflab_virtual_thread_carriers_max",
+                    "perflab_virtual_thread_carriers", "perflab_virtual_thread_queue")
+FAMILIES = {"request threads": REQUEST_THREADS, "event loops": EVENT_LOOPS, "virtual-thread carriers": VIRTUAL_CARRIERS}
 CAPACITY_POOLS = {
     "spring-mvc": {"request threads": "tomcat"},
-    "spring-mvc+virtual": {},
+    "spring-mvc+virtual": {"virtual-thread carriers": "virtual"},  # on JDK 24+, which has the scheduler's MXBean
     "spring-webflux": {"event loops": "netty"},
     "quarkus": {"request threads": "quarkus-worker", "event loops": "vertx"},
     "quarkus+worker": {"request threads": "quarkus-worker", "event loops": "vertx"},
 }
+# The first JDK with jdk.management.VirtualThreadSchedulerMXBean.
+VIRTUAL_THREAD_SCHEDULER_MXBEAN_JDK = 24
+
+
+def jdk_feature(samples) -> int | None:
+    """The app's JDK feature release from Micrometer's jvm_info{version="25.0.3+9-LTS"} (Quarkus: jvm_info_total)."""
+    for name, labels, _ in samples:
+        if name in ("jvm_info", "jvm_info_total") and re.match(r"\d+", labels.get("version", "")):
+            return int(re.match(r"\d+", labels["version"])[0])
+    return None
 
 
 def test_request_capacity_gauges_under_slow_requests(target, api):
     """Each app's request-handling capacity in one naming scheme (issue 15), read while six slow requests
     (/hello/1500) are in progress: the gauges of the app's own pools, each tagged with its pool, and no
     other; their values as each framework serves a delay (a Tomcat thread sleeps in it; WebFlux and Quarkus
-    wait on a timer, holding no thread)."""
+    wait on a timer, holding no thread; a virtual thread unmounts from its carrier)."""
     expected = CAPACITY_POOLS.get(target.name if target.process is not None else target.application)
     if expected is None:
         pytest.skip("the capacity gauges are known by app and variant: run with --app, or --app-name for a default variant")
@@ -189,6 +201,8 @@ def test_request_capacity_gauges_under_slow_requests(target, api):
         samples = scrape(target, api)
         answered = [future.result() for future in slow]
     assert all(answer.status_code == 200 for answer in answered), [a.status_code for a in answered]
+    if "virtual-thread carriers" in expected and (jdk_feature(samples) or 0) < VIRTUAL_THREAD_SCHEDULER_MXBEAN_JDK:
+        expected = {family: pool for family, pool in expected.items() if family != "virtual-thread carriers"}
     capacity_names = {name for names in FAMILIES.values() for name in names}
     gauges = {name: (labels, value) for name, labels, value in samples if name in capacity_names}
     for family, names in FAMILIES.items():
@@ -230,6 +244,13 @@ def test_request_capacity_gauges_under_slow_requests(target, api):
         assert loops == max(cpus, 4), f"perflab_event_loops {loops}: Reactor Netty's default is 1 per CPU, at least 4"
     if pool is not None:
         assert pending >= 0 and pending == int(pending), f"perflab_event_loop_pending_tasks {pending}"
+
+    if "virtual-thread carriers" in expected:
+        busy, size, carriers, queue = (value.get(name) for name in VIRTUAL_CARRIERS)
+        assert size == cpus, f"perflab_virtual_thread_carriers_max {size}: the JDK's default is one per CPU ({cpus:g})"
+        # The sleeping requests' virtual threads have unmounted; the scrape's own runs on a carrier.
+        assert 1 <= busy <= carriers, f"perflab_virtual_thread_carriers_busy {busy} of {carriers} carriers"
+        assert queue >= 0, f"perflab_virtual_thread_queue {queue}"
 
 
 def test_db_sessions_use_tls(target):
