@@ -7,9 +7,14 @@ import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.HikariPoolMXBean;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.lang.management.ManagementFactory;
 import java.sql.Connection;
 import java.util.Map;
 import java.util.function.ToIntFunction;
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
 import org.apache.tomcat.util.threads.ThreadPoolExecutor;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
@@ -118,6 +123,53 @@ public class MvcApplication {
             return pool;
         }
         return null;
+    }
+
+    /**
+     * On virtual threads the bounded resource is the JDK scheduler's carrier threads (docs/ARCHITECTURE.md),
+     * read from jdk.management.VirtualThreadSchedulerMXBean (JDK 24+) by its name on the platform MBean
+     * server: the app is compiled for Java 17, which lacks the interface. On an older JDK the MXBean does not
+     * exist and none of these gauges is exported. The JDK keeps no count of pinned virtual threads (only the
+     * JFR event jdk.VirtualThreadPinned): a virtual thread that blocks while pinned shows as a busy carrier.
+     */
+    @Bean
+    @ConditionalOnProperty(name = "spring.threads.virtual.enabled", havingValue = "true")
+    MeterBinder virtualThreadCarrierMetrics() {
+        return registry -> {
+            MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+            ObjectName scheduler = virtualThreadScheduler();
+            if (!server.isRegistered(scheduler)) {
+                return;
+            }
+            carrierGauge(registry, "perflab.virtual.thread.carriers.busy", "carriers running a virtual thread",
+                    server, scheduler, "MountedVirtualThreadCount");
+            carrierGauge(registry, "perflab.virtual.thread.carriers.max",
+                    "the scheduler's parallelism (carriers beyond it only while it compensates for a blocked one)",
+                    server, scheduler, "Parallelism");
+            carrierGauge(registry, "perflab.virtual.thread.carriers", "carrier threads started, busy or idle",
+                    server, scheduler, "PoolSize");
+            carrierGauge(registry, "perflab.virtual.thread.queue", "virtual threads waiting for a carrier",
+                    server, scheduler, "QueuedVirtualThreadCount");
+        };
+    }
+
+    private static ObjectName virtualThreadScheduler() {
+        try {
+            return new ObjectName("jdk.management:type=VirtualThreadScheduler");
+        } catch (MalformedObjectNameException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void carrierGauge(io.micrometer.core.instrument.MeterRegistry registry, String name,
+            String description, MBeanServer server, ObjectName scheduler, String attribute) {
+        Gauge.builder(name, server, s -> {
+            try {
+                return ((Number) s.getAttribute(scheduler, attribute)).doubleValue();
+            } catch (JMException e) {
+                return Double.NaN;
+            }
+        }).tag("pool", "virtual").description(description).register(registry);
     }
 
     /**

@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.type.LogicalType;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.PoolMetrics;
 import java.time.Duration;
@@ -18,7 +21,9 @@ import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilde
 import org.springframework.boot.web.embedded.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
+import org.springframework.http.client.ReactorResourceFactory;
 import reactor.netty.ConnectionObserver;
+import reactor.netty.resources.LoopResources;
 
 @SpringBootApplication
 public class WebfluxApplication {
@@ -55,6 +60,50 @@ public class WebfluxApplication {
             ToIntFunction<PoolMetrics> value) {
         Gauge.builder(name, pool, p -> p.getMetrics().map(value::applyAsInt).orElse(0))
                 .description(description).register(registry);
+    }
+
+    /**
+     * The common event-loop gauges (docs/ARCHITECTURE.md): Reactor Netty's loops that serve HTTP (reactor-http-*,
+     * the server's child group), read at each scrape. r2dbc-mysql's connections run on loops of their own
+     * (reactor-tcp-*), not counted here. Reactor Netty's reactor.netty.eventloop.pending.tasks would need its
+     * server metrics on (per-URI meters of their own) and appears only for loops that have served a connection.
+     */
+    @Bean
+    MeterBinder eventLoopMetrics(ReactorResourceFactory resources) {
+        return registry -> {
+            Gauge.builder("perflab.event.loop.pending.tasks", resources, r -> pendingTasks(serverLoops(r)))
+                    .tag("pool", "netty").description("tasks waiting in the event loops' queues, summed over the loops")
+                    .register(registry);
+            Gauge.builder("perflab.event.loops", resources, r -> count(serverLoops(r))).tag("pool", "netty")
+                    .description("event loops (threads)").register(registry);
+        };
+    }
+
+    /**
+     * The group the server runs on: Spring Boot's server runs on these LoopResources, and Reactor Netty's
+     * onServer(DEFAULT_NATIVE) is its cached child group (epoll where available, as the server's).
+     */
+    private static EventLoopGroup serverLoops(ReactorResourceFactory resources) {
+        return resources.getLoopResources().onServer(LoopResources.DEFAULT_NATIVE);
+    }
+
+    /** Netty's count of each loop's queued tasks (not its scheduled timers), summed; cheap (queue indices). */
+    private static double pendingTasks(EventLoopGroup group) {
+        int pending = 0;
+        for (EventExecutor loop : group) {
+            if (loop instanceof SingleThreadEventExecutor single) {
+                pending += single.pendingTasks();
+            }
+        }
+        return pending;
+    }
+
+    private static double count(EventLoopGroup group) {
+        int loops = 0;
+        for (EventExecutor ignored : group) {
+            loops++;
+        }
+        return loops;
     }
 
     /**
