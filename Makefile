@@ -173,11 +173,12 @@ DURATION ?=
 WARMUP ?=
 TOOL ?= auto
 DB_DELAY_MS ?= 0
+DB_CPU_HOG ?= 0
 SLO_P99_MS ?=
 LATENCY_MS ?=
 # What every run of a bench, compare or sweep shares; the rate is the sweep's own, the variants each app's.
 RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
-  -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' \
+  -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' -e bench_db_cpu_hog='$(DB_CPU_HOG)' \
   $(if $(LATENCY_MS),-e loadgen_latency_ms='$(LATENCY_MS)') $(if $(PROFILE),-e app_profile=$(PROFILE))
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
@@ -187,7 +188,7 @@ BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
 REPEAT ?= 1
 
 .PHONY: bench
-bench: $(VENV_STAMP) build-prereqs ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) build-prereqs ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [DB_CPU_HOG=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
@@ -212,12 +213,12 @@ compare: $(VENV_STAMP) build-prereqs ## Run SCENARIO= [RATE=] ... with every app
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(call compare_apps,$(APPS))
 
-# `make reproduce REPORT=2|3|4|all`: a field report's experiment on the lab (perflab/reproduce.py), each
+# `make reproduce REPORT=1|2|3|4|all`: a field report's experiment on the lab (perflab/reproduce.py), each
 # arm a bench run; RATE=, DURATION=, WARMUP= replace the experiment's own.
 REPORT ?=
 
 .PHONY: reproduce
-reproduce: $(VENV_STAMP) build-prereqs ## Run field report REPORT=2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
+reproduce: $(VENV_STAMP) build-prereqs ## Run field report REPORT=1|2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab reproduce --report '$(REPORT)' --inventory "$(INVENTORY)" --rate '$(RATE)' --duration '$(DURATION)' \

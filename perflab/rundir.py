@@ -198,6 +198,7 @@ class Deployment:
     jvm_opts: tuple[str, ...] = ()
     env: dict[str, Any] = field(default_factory=dict)  # PERFLAB_* variables, no secret
     cpu_affinity: tuple[int | str, ...] = ()
+    cpu_quota_percent: float | None = None  # the profile's CPUQuota= (100 a whole CPU); None: no quota
     memory_max_mb: int | str | None = None  # "" or "None" where the profile sets no limit
 
 
@@ -223,6 +224,7 @@ class BenchInputs:
     raw_files: tuple[str, ...] = ()
     percentile_files: tuple[str, ...] = ()  # wrk2's percentile table of each loadgen host, in the same order
     db_delay_ms: int = 0
+    db_cpu_hog: int = 0  # busy loops on the DB host during the measured phase (DB_CPU_HOG)
     quiet_s: float = 0.0
     scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S  # absent from inputs written before it was carried
     repetition: dict[str, str | int] = field(default_factory=dict)  # bench_repetition: {} for a run made once
