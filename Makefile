@@ -183,7 +183,7 @@ RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
-# REPEAT=N: each run N times on fresh JVMs (bench, compare), tagged as one repetition group; the
+# REPEAT=N: each run N times on fresh JVMs (bench, compare; sweep: each rate), tagged as one repetition group; the
 # report and compare's summary give the median and the range, and say which apps cannot be told apart.
 REPEAT ?= 1
 
@@ -232,13 +232,14 @@ STEP ?=
 MAX ?=
 
 .PHONY: sweep
-sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
+sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the verdict fails or p99 > SLO [SLO_P99_MS=] [DURATION=] [REPEAT=N: each rate N times, the median and range] ...: max sustainable throughput -> results/<id>-sweep/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
 	  $(if $(RATES),--rates '$(RATES)') $(if $(START),--start '$(START)') $(if $(STEP),--step '$(STEP)') \
-	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') -- $(VARIANT_OPTIONS) $(RUN_OPTIONS) $(ANSIBLE_ARGS)
+	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') --repeat '$(REPEAT)' \
+	  -- $(VARIANT_OPTIONS) $(RUN_OPTIONS) $(ANSIBLE_ARGS)
 
 # perflab report exits 3 when it wrote the page but listed problems (on stderr and in the page).
 .PHONY: report

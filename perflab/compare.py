@@ -35,7 +35,6 @@ from perflab.rundir import RunFileError
 from perflab.sweep import run_bench
 
 MIB = 1024 * 1024
-MAX_REPEAT = 20
 EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -229,12 +228,6 @@ def select_apps(given: str, scenario: str, selections: list[str]) -> list[App]:
             for (app, found), chosen in zip(pairs, variants)]
 
 
-def _repeat(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_REPEAT:
-        raise argparse.ArgumentTypeError(f"REPEAT must be a whole number of runs from 1 to {MAX_REPEAT}, got {text!r}")
-    return int(text)
-
-
 def register(commands: Any) -> None:
     """Register `perflab compare` on the CLI's subcommands."""
     sub = commands.add_parser("compare", help="run a scenario with several apps (and REPEAT= times each), then a table",
@@ -243,7 +236,7 @@ def register(commands: Any) -> None:
     sub.add_argument("--scenario", default="", help="the scenario (SCENARIO=): by default every app claiming it runs")
     sub.add_argument("--apps", default="", help="space-separated app names or manifest paths (APPS=)")
     sub.add_argument("--variants", default="", help="VARIANT= words, key=value: each applies to the apps that have it")
-    sub.add_argument("--repeat", type=_repeat, default=1, metavar="N", help="runs per app on fresh JVMs (REPEAT=)")
+    sub.add_argument("--repeat", type=repetitions.parse_repeat, default=1, metavar="N", help="runs per app on fresh JVMs (REPEAT=)")
     sub.add_argument("--results", type=Path, help=rundir.RESULTS_HELP)
     sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
     sub.set_defaults(command=main)

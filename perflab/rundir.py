@@ -302,6 +302,12 @@ class Step:
     achieved_rate: float | None
     p99_ms: float | None
     within_slo: bool
+    # REPEAT=N: every run of the step (run_id is the one its figures stand for) and the range of its
+    # runs' p99 and achieved rate (the step's p99 and achieved rate are their medians); () and None
+    # for a step run once, and in sweep.json written before sweeps were repeated.
+    runs: tuple[str, ...] = ()
+    p99_range_ms: tuple[float, float] | None = None
+    achieved_range: tuple[float, float] | None = None
     # Not in sweep.json: what the printed table and the stop sentence need while the sweep runs.
     p50_ms: float | None = field(default=None, metadata=NOT_STORED)
     p999_ms: float | None = field(default=None, metadata=NOT_STORED)

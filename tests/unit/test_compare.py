@@ -128,7 +128,7 @@ def test_runs_go_in_turns_each_tagged_with_the_comparisons_group(tmp_path: Path,
 def test_repeat_takes_a_whole_number_of_runs() -> None:
     for bad in ("0", "x", "21", "-1", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="REPEAT must be a whole number of runs from 1 to 20"):
-            compare._repeat(bad)
+            repetitions.parse_repeat(bad)
 
 
 def test_the_repetition_travels_from_the_bench_inputs_into_the_result() -> None:
