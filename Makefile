@@ -173,21 +173,22 @@ DURATION ?=
 WARMUP ?=
 TOOL ?= auto
 DB_DELAY_MS ?= 0
+DB_CPU_HOG ?= 0
 SLO_P99_MS ?=
 LATENCY_MS ?=
 # What every run of a bench, compare or sweep shares; the rate is the sweep's own, the variants each app's.
 RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
-  -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' \
+  -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' -e bench_db_cpu_hog='$(DB_CPU_HOG)' \
   $(if $(LATENCY_MS),-e loadgen_latency_ms='$(LATENCY_MS)') $(if $(PROFILE),-e app_profile=$(PROFILE))
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
 
-# REPEAT=N: each run N times on fresh JVMs (bench, compare), tagged as one repetition group; the
+# REPEAT=N: each run N times on fresh JVMs (bench, compare; sweep: each rate), tagged as one repetition group; the
 # report and compare's summary give the median and the range, and say which apps cannot be told apart.
 REPEAT ?= 1
 
 .PHONY: bench
-bench: $(VENV_STAMP) build-prereqs ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) build-prereqs ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [DB_CPU_HOG=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
@@ -212,12 +213,12 @@ compare: $(VENV_STAMP) build-prereqs ## Run SCENARIO= [RATE=] ... with every app
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(call compare_apps,$(APPS))
 
-# `make reproduce REPORT=2|3|4|all`: a field report's experiment on the lab (perflab/reproduce.py), each
+# `make reproduce REPORT=1|2|3|4|all`: a field report's experiment on the lab (perflab/reproduce.py), each
 # arm a bench run; RATE=, DURATION=, WARMUP= replace the experiment's own.
 REPORT ?=
 
 .PHONY: reproduce
-reproduce: $(VENV_STAMP) build-prereqs ## Run field report REPORT=2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
+reproduce: $(VENV_STAMP) build-prereqs ## Run field report REPORT=1|2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab reproduce --report '$(REPORT)' --inventory "$(INVENTORY)" --rate '$(RATE)' --duration '$(DURATION)' \
@@ -231,13 +232,14 @@ STEP ?=
 MAX ?=
 
 .PHONY: sweep
-sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the audit fails or p99 > SLO [SLO_P99_MS=] [DURATION=] ...: max sustainable throughput -> results/<id>-sweep/
+sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the verdict fails or p99 > SLO [SLO_P99_MS=] [DURATION=] [REPEAT=N: each rate N times, the median and range] ...: max sustainable throughput -> results/<id>-sweep/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
 	  $(if $(RATES),--rates '$(RATES)') $(if $(START),--start '$(START)') $(if $(STEP),--step '$(STEP)') \
-	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') -- $(VARIANT_OPTIONS) $(RUN_OPTIONS) $(ANSIBLE_ARGS)
+	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') --repeat '$(REPEAT)' \
+	  -- $(VARIANT_OPTIONS) $(RUN_OPTIONS) $(ANSIBLE_ARGS)
 
 # perflab report exits 3 when it wrote the page but listed problems (on stderr and in the page).
 .PHONY: report

@@ -29,7 +29,7 @@ Commands:
       one CSV row per judged run, oldest first (perflab/history.py); the runs not judged counted on stderr
   perflab app list|show|build|pack ...
       the apps under test from their manifests (perflab/manifest.py, which lists its own exit codes)
-  perflab reproduce --report 2|3|all [--rate R] [--duration D] [--warmup W] [-- BENCH OPTIONS]
+  perflab reproduce --report 1|2|3|4|all [--rate R] [--duration D] [--warmup W] [-- BENCH OPTIONS]
       a field report's experiment as bench runs, the report's table beside the lab's, each relation it
       found marked reproduced or not (perflab/reproduce.py)
   perflab verify plan SCENARIO --base-url URL | check PLAN RESULTS

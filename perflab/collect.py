@@ -246,6 +246,9 @@ def context(inputs: BenchInputs) -> RunContext:
     parameters = {k: str(v) for k, v in environment.items() if not k.startswith(_PLUMBING)}
     parameters.update(tool=run.tool, tool_reason=run.tool_reason, target_url=run.target_url,
                       db_delay_ms=str(inputs.db_delay_ms))
+    if inputs.db_cpu_hog:
+        # The DB slowed by its own host: busy loops on it during the measured phase (DB_CPU_HOG).
+        parameters["db_cpu_hog"] = str(inputs.db_cpu_hog)
     if inputs.start_skew_ms is not None:
         # How far apart the loadgen hosts started, against the instant they agreed on.
         parameters["start_skew_ms"] = str(inputs.start_skew_ms)
@@ -291,6 +294,7 @@ def context(inputs: BenchInputs) -> RunContext:
             cpus=",".join(str(c) for c in deployment.cpu_affinity) or None,
             memory_limit=f"{memory} MB" if memory not in (None, "", "None") else None,
             start_to_first_request_ms=deployment.start_to_ready_ms,
+            cpu_quota_percent=deployment.cpu_quota_percent,
         ),
         hosts=tuple(hosts),
         versions={k: v for k, v in inputs.versions.items() if v},

@@ -35,7 +35,6 @@ from perflab.rundir import RunFileError
 from perflab.sweep import run_bench
 
 MIB = 1024 * 1024
-MAX_REPEAT = 20
 EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -44,6 +43,7 @@ class App:
     given: str  # as APPS= named it: a manifest's name or path
     name: str  # the manifest's name, which names the run directories
     variants: str  # key=value words
+    counterpart: str | None = None  # the project's app a foreign one does the same work as
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class Row:
             _figure(_cpu(self), 1, "{:.3f}"),
             _figure(self.audit.app_max_rss_bytes if self.audit else None, MIB, "{:.1f}"),
             self.repetition,
+            _figure(_start_ms(self), 1, "{:.0f}"),
         ]
 
 
@@ -108,7 +109,7 @@ def _figure(value: float | None, unit: float, spec: str) -> str:
 
 
 HEADER = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict",
-          "app CPU-s/1k req", "app max RSS MiB", "repetition"]
+          "app CPU-s/1k req", "app max RSS MiB", "repetition", "start to first request ms"]
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -129,6 +130,44 @@ def _p99(row: Row) -> float | None:
 
 def _cpu(row: Row) -> float | None:
     return row.audit.app_cpu_s_per_1000_requests if row.audit else None
+
+
+def _rss(row: Row) -> float | None:
+    return row.audit.app_max_rss_bytes if row.audit else None
+
+
+def _start_ms(row: Row) -> float | None:
+    return row.result.app.start_to_first_request_ms if row.result and row.result.app else None
+
+
+# What ours/theirs compares: the app's cost per request, its memory and its start.
+OURS_THEIRS: tuple[tuple[str, Callable[[Row], float | None], float, str], ...] = (
+    ("app CPU-s/1k req", _cpu, 1, "{:.3f}"), ("max RSS MiB", _rss, MIB, "{:.0f}"),
+    ("start to first request ms", _start_ms, 1, "{:.0f}"))
+
+
+def ours_theirs(rows: Sequence[Row], apps: Sequence[App]) -> list[str]:
+    """For each foreign app that ran beside its counterpart (the project's app doing the same work),
+    each figure of OURS_THEIRS as ours / theirs, from their first complete runs judged VALID or WARN."""
+    judged: dict[str, Row] = {}
+    for row in rows:
+        if row.result is not None and row.verdict in ("VALID", "WARN"):
+            judged.setdefault(row.app, row)
+    by_name = {app.name: app.given for app in apps}
+    lines = []
+    for app in apps:
+        ours = by_name.get(app.counterpart or "")
+        if ours is None or app.given not in judged or ours not in judged:
+            continue
+        figures = []
+        for label, figure, unit, spec in OURS_THEIRS:
+            mine, theirs = figure(judged[ours]), figure(judged[app.given])
+            if mine is None or theirs is None or theirs == 0:
+                figures.append(f"{label} -")
+                continue
+            figures.append(f"{label} {spec.format(mine / unit)} / {spec.format(theirs / unit)} = {mine / theirs:.2f}")
+        lines.append(f"  {ours} / {app.given}: {', '.join(figures)}")
+    return ["perflab compare: ours / theirs (one run each; a ratio over 1 is ours costing more)", *lines] if lines else []
 
 
 # The figures summed up over repetitions: name, lower is better, the figure of one row.
@@ -185,14 +224,8 @@ def select_apps(given: str, scenario: str, selections: list[str]) -> list[App]:
                                           f"variant {selection!r}"])
     for _, found in pairs:
         manifest.build(found)
-    return [App(app, found.name, " ".join(f"{k}={v}" for k, v in chosen.items()))
+    return [App(app, found.name, " ".join(f"{k}={v}" for k, v in chosen.items()), found.counterpart)
             for (app, found), chosen in zip(pairs, variants)]
-
-
-def _repeat(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_REPEAT:
-        raise argparse.ArgumentTypeError(f"REPEAT must be a whole number of runs from 1 to {MAX_REPEAT}, got {text!r}")
-    return int(text)
 
 
 def register(commands: Any) -> None:
@@ -203,7 +236,7 @@ def register(commands: Any) -> None:
     sub.add_argument("--scenario", default="", help="the scenario (SCENARIO=): by default every app claiming it runs")
     sub.add_argument("--apps", default="", help="space-separated app names or manifest paths (APPS=)")
     sub.add_argument("--variants", default="", help="VARIANT= words, key=value: each applies to the apps that have it")
-    sub.add_argument("--repeat", type=_repeat, default=1, metavar="N", help="runs per app on fresh JVMs (REPEAT=)")
+    sub.add_argument("--repeat", type=repetitions.parse_repeat, default=1, metavar="N", help="runs per app on fresh JVMs (REPEAT=)")
     sub.add_argument("--results", type=Path, help=rundir.RESULTS_HELP)
     sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
     sub.set_defaults(command=main)
@@ -248,4 +281,6 @@ def main(args: argparse.Namespace) -> int:
               "not comparable side by side; run again with TOOL= one of them")
     if args.repeat > 1:
         print("\n".join(summary(rows)))
+    if pairs := ours_theirs(rows, apps):
+        print("\n".join(pairs))
     return EXIT_DONE if all_complete else EXIT_RUN_FAILED

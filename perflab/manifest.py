@@ -168,6 +168,7 @@ class Manifest:
     metrics: Metrics | None = None
     env: dict[str, str] = field(default_factory=dict)
     variants: dict[str, Variant] = field(default_factory=dict)
+    counterpart: str | None = None  # the project's app this foreign one does the same work as
 
     @property
     def builtin(self) -> bool:
@@ -199,6 +200,7 @@ def _from_document(data: dict[str, Any], file: Path) -> Manifest:
         variants={name: Variant(v["default"], {o: option(spec) for o, spec in v["options"].items()},
                                 v.get("description", ""))
                   for name, v in data.get("variants", {}).items()},
+        counterpart=data.get("counterpart"),
     )
 
 

@@ -190,6 +190,7 @@ class AppSettings:
     cpus: str | None = None  # CPU affinity, e.g. "0-3"
     memory_limit: str | None = None
     start_to_first_request_ms: float | None = None
+    cpu_quota_percent: float | None = None  # the share of those CPUs it may use (CPUQuota=, 100 a whole CPU)
 
 
 def app_variant(app: AppSettings | None) -> str:

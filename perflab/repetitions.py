@@ -6,9 +6,21 @@ nothing is "not distinguishable": the figures are compared as measured, and say 
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+
+# REPEAT=N's bound: a typo must not queue hours of runs.
+MAX_REPEAT = 20
+
+
+def parse_repeat(text: str) -> int:
+    """REPEAT= as bench, compare and sweep take it: a whole number of runs from 1 to MAX_REPEAT."""
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"REPEAT must be a whole number of runs from 1 to {MAX_REPEAT}, got {text!r}")
+    return int(text)
 
 
 @dataclass(frozen=True)

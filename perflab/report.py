@@ -647,7 +647,7 @@ def _reproduction_section(reproductions: Sequence[reproduce.Reproduction]) -> st
     """Each field report's experiment as the lab ran it (make reproduce): their figures, the lab's
     runs, and every relation the report found, reproduced or not."""
     if not reproductions:
-        return "<p>No reproduction recorded (<code>make reproduce REPORT=2</code> makes one).</p>"
+        return "<p>No reproduction recorded (<code>make reproduce REPORT=1|2|3|4|all</code> makes one).</p>"
     parts = []
     for found in sorted(reproductions, key=lambda r: (r.report, r.directory)):
         theirs = "".join(f"<tr><th>{_esc(label)}</th><td>{_esc(figures)}</td></tr>" for label, figures in found.theirs)
@@ -676,6 +676,7 @@ def _sweep_section(sweeps: dict[str, Sweep], runs_by_id: dict[str, Run]) -> str:
         mine = sorted((sweep_id, s) for sweep_id, s in sweeps.items() if s.scenario == scenario)
         for i, (sweep_id, sweep) in enumerate(mine):
             points: list[tuple[float, float]] = []
+            ranges: list[tuple[float, float] | None] = []
             hollow: set[int] = set()
             for step in sweep.steps:
                 if step.p99_ms is None or step.verdict is None:  # never judged: not drawn
@@ -683,6 +684,7 @@ def _sweep_section(sweeps: dict[str, Sweep], runs_by_id: dict[str, Run]) -> str:
                 if step.verdict not in COMPARABLE or step.within_slo is False or step.status != "complete":
                     hollow.add(len(points))
                 points.append((step.achieved_rate if step.achieved_rate is not None else step.rate, step.p99_ms))
+                ranges.append(step.p99_range_ms)
             if sweep.slo_p99_ms is not None:
                 slos.add(sweep.slo_p99_ms)
             best = (f"max sustainable {_fmt(sweep.max_sustainable_rate)} req/s"
@@ -690,8 +692,11 @@ def _sweep_section(sweeps: dict[str, Sweep], runs_by_id: dict[str, Run]) -> str:
             label = f"{_sweep_variant(sweep, runs_by_id)} ({sweep_id[:16]}): {best}"
             if sweep.stopped_because:
                 label += f"; stopped: {sweep.stopped_because}"
+            repeated = max((len(step.runs) for step in sweep.steps), default=0)
+            if repeated > 1:
+                label += f"; each rate {repeated} runs: their median p99, the bar their range"
             series.append(Series(label, tuple(points), PALETTE[i % len(PALETTE)], markers=True,
-                                 hollow=frozenset(hollow)))
+                                 hollow=frozenset(hollow), ranges=tuple(ranges) if repeated > 1 else ()))
         chart = Chart(
             title=f"{scenario}: p99 latency against throughput",
             x=Axis("achieved throughput (req/s)", "linear", minimum=0.0),
@@ -953,7 +958,9 @@ def compare(results: Results) -> dict[tuple[str, str], dict[str, AppFigures]]:
 
 
 def _sweep_runs(sweep: Sweep, runs_by_id: dict[str, Run]) -> list[Run]:
-    return [runs_by_id[s.run_id] for s in sweep.steps if s.run_id in runs_by_id]
+    """Every run of the sweep's steps: each step's run, or all of its runs where it was repeated."""
+    ids = [run_id for step in sweep.steps for run_id in (step.runs or (step.run_id,))]
+    return [runs_by_id[run_id] for run_id in ids if run_id in runs_by_id]
 
 
 def _sweep_figures(sweeps: Sequence[tuple[str, Sweep]], runs_by_id: dict[str, Run]) -> tuple[Figure, Figure]:
@@ -1012,7 +1019,7 @@ table.side-by-side td { text-align: right; } table.side-by-side td:nth-child(2),
 .swatch.dashed { border-top-style: dashed; } .note { color: #555; margin: .2em 0; }
 svg text { font: 11px "DejaVu Sans", Arial, sans-serif; fill: #333; } svg .chart-title { font-weight: bold; font-size: 12px; }
 svg .plot-area { fill: #fbfbfb; stroke: #999; } svg .grid { stroke: #e4e4e4; }
-svg .series { fill: none; stroke-width: 1.8; } svg .reference { stroke: #a00000; stroke-dasharray: 3 3; }
+svg .series { fill: none; stroke-width: 1.8; } svg .range { fill: none; stroke-width: 1.2; } svg .reference { stroke: #a00000; stroke-dasharray: 3 3; }
 svg .reference-label { fill: #a00000; } .pair { display: flex; flex-wrap: wrap; }
 svg .band { fill: #000; fill-opacity: .09; } svg .band-label { fill: #555; font-style: italic; }
 .swatch.band { height: 10px; border-top: 0; background: rgba(0, 0, 0, .09); } .figure figcaption.wide { max-width: 920px; }

@@ -30,6 +30,9 @@ class Series:
     dashed: bool = False
     markers: bool = False
     hollow: frozenset[int] = frozenset()  # indexes of points drawn as open circles (e.g. a failed step)
+    # Per point, the range of y its runs spanned (REPEAT=N: the point is their median), drawn as a
+    # vertical bar; None where the point is one run. Empty: no point has one.
+    ranges: tuple[tuple[float, float] | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,8 @@ def render(chart: Chart) -> str:
     plot_left, plot_right = _MARGIN_LEFT, width - _MARGIN_RIGHT
     plot_top, plot_bottom = _MARGIN_TOP, height - _MARGIN_BOTTOM
     xs = [x for s in chart.series for x, _ in s.points]
-    ys = [y for s in chart.series for _, y in s.points] + [y for y, _ in chart.horizontal_lines]
+    ys = ([y for s in chart.series for _, y in s.points] + [y for y, _ in chart.horizontal_lines]
+          + [y for s in chart.series for spread in s.ranges if spread is not None for y in spread])
     x_scale = _Scale(chart.x, xs, (plot_left, plot_right))
     y_scale = _Scale(chart.y, ys, (plot_bottom, plot_top))
 
@@ -219,6 +223,13 @@ def render(chart: Chart) -> str:
         path = " ".join(f"{px:.1f},{py:.1f}" for px, py, _ in points)
         parts.append(f'<polyline class="series" points="{path}" stroke="{series.color}"{dash}>'
                      f"<title>{_esc(series.label)}</title></polyline>")
+        for px, _, i in points:
+            spread = series.ranges[i] if i < len(series.ranges) else None
+            if spread is not None and y_scale.usable(spread[0]) and y_scale.usable(spread[1]):
+                low, high = y_scale(spread[0]), y_scale(spread[1])
+                parts.append(f'<path class="range" d="M{px - 4:.1f},{low:.1f}H{px + 4:.1f}M{px:.1f},{low:.1f}V{high:.1f}'
+                             f'M{px - 4:.1f},{high:.1f}H{px + 4:.1f}" stroke="{series.color}">'
+                             f"<title>{_esc(series.label)}: {spread[0]:g} to {spread[1]:g}</title></path>")
         if series.markers:
             for px, py, i in points:
                 fill = "white" if i in series.hollow else series.color

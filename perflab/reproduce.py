@@ -1,6 +1,6 @@
 """Run a field report's experiment on this lab and print the report's table beside the lab's.
 
-perflab reproduce (make reproduce REPORT=2|3|4|all): the experiment of one of the four field reports
+perflab reproduce (make reproduce REPORT=1|2|3|4|all): the experiment of one of the four field reports
 the lab is built on (docs/ARCHITECTURE.md) in the form this lab and its hosts allow, as
 normal bench runs under results/<run-id>/, then:
 - the report's own figures (theirs, from their hardware) beside the lab's runs (achieved rate,
@@ -10,6 +10,12 @@ normal bench runs under results/<run-id>/, then:
   refuse), with the figures it was decided on;
 - results/<id>-reproduce-<report>/reproduction.json: the same, for the report page.
 
+Report 1 (Quarkus reactive CRUD on MySQL: the method): each of its five steps staged on the lab as
+zipcodes runs of Quarkus, each a state the verdict must catch: an app that answers with errors
+(it accepts two connections); the DB slowed by its own host (DB_CPU_HOG busy loops on it) while the
+app waits with CPU to spare; nothing slowed at a high rate, the app with CPU to spare; the app
+constrained to a quarter of a CPU (PROFILE=app-bound), now the limit; and TLS on every DB session of
+every run. The lab cannot slow the DB's disk: its CPU stands in for it.
 Report 2 (Spring MVC vs WebFlux under blocking latency): /hello/{latency} with a 1 s delay at
 300 req/s, the report's physics at a tenth of its rate so that one loadgen core suffices: MVC on
 200 Tomcat threads caps near threads / latency = 200 req/s; 400 threads, WebFlux and MVC on
@@ -24,9 +30,6 @@ CPU and 2 GB (PROFILE=virtual-threads-db) at one rate, then with the DB 100 ms a
 DB host, DB_DELAY_MS) at a rate below what the DB pool carries with that delay; where the DB host
 has no netem the bench refuses the delay and those arms and their relation are `not runnable
 here`, the rest still runs.
-Report 1 is not built as an experiment (its five steps are the judge's own unit and lab tests):
-REPORT=1 says so.
-
 Exit status: 0 every run completed (whatever the relations: a relation not reproduced is a
 finding, not a failure), 1 a run did not complete, 2 bad input.
 """
@@ -36,6 +39,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,6 +47,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from perflab import manifest, rundir
+from perflab.attribution import THRESHOLDS as ATTRIBUTION_THRESHOLDS
+from perflab.attribution import Attribution, TierFigures
+from perflab.audit import RuleResult, Status
 from perflab.compare import MIB, Row, read_row
 from perflab.sweep import run_bench
 
@@ -62,6 +69,9 @@ class Arm:
     variants: str = ""
     rate: int | None = None  # the arm's own rate (None: the experiment's, or RATE=)
     db_delay_ms: int = 0  # netem's delay on the DB host's packets (DB_DELAY_MS)
+    db_cpu_hog: int = 0  # busy loops on the DB host during the measured phase (DB_CPU_HOG)
+    profile: str = ""  # the arm's own resource profile ("": the experiment's)
+    jvm_options: tuple[str, ...] = ()  # the arm's own JVM options, after the manifest's (the profile's none)
 
     def offered(self, settings: "Settings") -> int:
         return self.rate or settings.rate
@@ -127,13 +137,18 @@ def verdict(row: Row) -> str:
     return (row.verdict or "-") if row.result is not None else row.state
 
 
-def attribution(row: Row) -> str:
+def read_attribution(row: Row) -> Attribution | None:
     if row.run_dir is None:
-        return ""
+        return None
     try:
-        return rundir.read_attribution(row.run_dir).sentence
+        return rundir.read_attribution(row.run_dir)
     except rundir.RunFileError:
-        return ""
+        return None
+
+
+def attribution(row: Row) -> str:
+    found = read_attribution(row)
+    return found.sentence if found is not None else ""
 
 
 def _judged(row: Row | None) -> bool:
@@ -149,6 +164,112 @@ def _missing(rows: dict[str, Row], *keys: str) -> str | None:
             row = rows.get(key)
             return f"{key}: {row.state if row else 'not run'}"
     return None
+
+
+# -- report 1: the method, each of its five steps a state of the lab the verdict must catch ---------
+
+def _rule(row: Row, name: str) -> RuleResult | None:
+    return next((rule for rule in row.audit.rules if rule.rule == name), None) if row.audit else None
+
+
+def _errors_caught(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    row = rows.get("broken")
+    if row is not None and row.state.startswith("incomplete: verifying the app"):
+        return REPRODUCED, f"refused before any load: {row.state}"
+    if why := _missing(rows, "broken"):
+        return NOT_JUDGED, why
+    rule = _rule(rows["broken"], "no_errors")
+    if rule is None:
+        return NOT_JUDGED, "broken: its verdict has no no_errors rule"
+    caught = rule.status is Status.INVALID and verdict(rows["broken"]) == "INVALID"
+    return (REPRODUCED if caught else NOT_REPRODUCED), f"{verdict(rows['broken'])}; {rule.rule}: {rule.evidence}"
+
+
+def _tier(row: Row, name: str) -> TierFigures | None:
+    found = read_attribution(row)
+    return next((tier for tier in found.tiers if tier.tier == name), None) if found else None
+
+
+def _app_cpu(row: Row) -> str:
+    app = _tier(row, "app")
+    if app is None or app.busy_cores is None or app.allotted_cores is None:
+        return "the app's CPU not observed"
+    return f"the app used {app.busy_cores:.2f} of {app.allotted_cores:g} cores"
+
+
+def _db_caught(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "db-starved"):
+        return NOT_JUDGED, why
+    row = rows["db-starved"]
+    found, db = read_attribution(row), _tier(row, "db")
+    if found is None or db is None:
+        return NOT_JUDGED, "db-starved: no attribution"
+    caught = bool(db.saturated) and found.limiting_tier != "app" and "no tier was saturated" not in found.sentence
+    return (REPRODUCED if caught else NOT_REPRODUCED), f"{verdict(row)}; {_app_cpu(row)}; {found.sentence}"
+
+
+def _good_result_still_outside(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "fast"):
+        return NOT_JUDGED, why
+    row, rate = rows["fast"], REPORT_1_FAST_RATE
+    found, app = read_attribution(row), _tier(row, "app")
+    if found is None or app is None or app.cpu_busy_fraction is None:
+        return NOT_JUDGED, "fast: the app's CPU or the attribution not observed"
+    text = f"{_shown(row, rate)}; {_app_cpu(row)}; {found.sentence}"
+    # A good result whose app had CPU to spare: the verdict must not make it the app's limit.
+    spare = app.cpu_busy_fraction < ATTRIBUTION_THRESHOLDS.cpu_saturated.value
+    return (REPRODUCED if spare and found.limiting_tier != "app" else NOT_REPRODUCED), text
+
+
+def _app_caught(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    if why := _missing(rows, "constrained"):
+        return NOT_JUDGED, why
+    row = rows["constrained"]
+    found = read_attribution(row)
+    if found is None:
+        return NOT_JUDGED, "constrained: no attribution"
+    named = found.limiting_tier == "app" and "the app's CPU" in found.sentence
+    return (REPRODUCED if named else NOT_REPRODUCED), f"{verdict(row)}; {_app_cpu(row)}; {found.sentence}"
+
+
+def _tls_everywhere(rows: dict[str, Row], s: Settings) -> tuple[str, str]:
+    checked = {key: _rule(row, "same_db_work") for key, row in rows.items() if _judged(row)}
+    said = {key: rule.evidence for key, rule in checked.items() if rule is not None}
+    if not said:
+        return NOT_JUDGED, "no run was judged"
+    tls = {key: found[0] for key, evidence in said.items() if (found := re.search(r"\ball \d+ DB sessions used TLS", evidence))}
+    text = "; ".join(f"{key}: {tls.get(key, evidence)}" for key, evidence in said.items())
+    return (REPRODUCED if len(tls) == len(said) else NOT_REPRODUCED), text
+
+
+# The rate of the "fast" arm: well above the others', where the app (its whole core) keeps up with CPU
+# to spare and the tiers that share the other core (DB, load generator, monitoring) do the most.
+REPORT_1_FAST_RATE = 1500
+
+REPORT_1 = Experiment(
+    report=1, title="Quarkus reactive CRUD on MySQL: the method, step by step", scenario="zipcodes",
+    settings=Settings(rate=500, duration="30s", warmup="15s"),
+    arms=(Arm("broken", "Quarkus refusing all but 2 connections (quarkus.http.limits.max-connections=2)", "quarkus",
+              jvm_options=("-Dquarkus.http.limits.max-connections=2",)),
+          Arm("db-starved", "Quarkus, the DB slowed by its host (16 busy loops on it: DB_CPU_HOG=16)", "quarkus",
+              db_cpu_hog=16),
+          Arm("fast", "Quarkus, nothing slowed, a high rate", "quarkus", rate=REPORT_1_FAST_RATE),
+          Arm("constrained", "Quarkus constrained to a quarter of a CPU (PROFILE=app-bound)", "quarkus",
+              profile="app-bound")),
+    theirs=(("1. @Transactional (blocking) on the reactive app", "1.75 req/s, deadlocked after 95 inserts, 10 non-2xx"),
+            ("2. the fix, MySQL on a slow disk", "390 req/s, the app under 0.5 core: the disk the bottleneck"),
+            ("3. MySQL on a faster disk", "25,600 req/s, the app 4.5 cores, the box 60% idle: still MySQL / I/O"),
+            ("4. the app constrained to 4 cores", "18,668 req/s: now the app is the bottleneck"),
+            ("5. TLS to MySQL required", "14,956 req/s: every framework pays the same security cost")),
+    relations=(Relation("1. a run with errors is worthless: refused, or judged INVALID by its errors", _errors_caught),
+               Relation("2. the DB slowed, the app waiting with CPU to spare: the verdict names the DB, not the app",
+                        _db_caught),
+               Relation("3. a good result with the app's CPU to spare is not the app's limit: the verdict does not "
+                        "name the app", _good_result_still_outside),
+               Relation("4. the app constrained: the verdict names the app's CPU as the limit", _app_caught),
+               Relation("5. the same security cost in every run: every DB session used TLS (rule same_db_work)",
+                        _tls_everywhere)),
+)
 
 
 # -- report 2: a blocking server caps near threads / latency --------------------------------------
@@ -331,8 +452,7 @@ REPORT_4 = Experiment(
                         "report's pinning; JDK 24+ no longer pins a virtual thread on a monitor)", _delay_sinks_virtual)),
 )
 
-EXPERIMENTS = {2: REPORT_2, 3: REPORT_3, 4: REPORT_4}
-NOT_BUILT = {1: "report 1's five steps are checked by the judge's own tests (tests/judge_lab, tests/unit/test_audit.py)"}
+EXPERIMENTS = {1: REPORT_1, 2: REPORT_2, 3: REPORT_3, 4: REPORT_4}
 
 
 # -- reproduction.json: written here, read by the report ------------------------------------------
@@ -394,12 +514,16 @@ def bench_options(experiment: Experiment, arm: Arm, settings: Settings) -> list[
                "-e", f"loadgen_duration={settings.duration}", "-e", f"loadgen_warmup={settings.warmup}"]
     if arm.db_delay_ms:
         options += ["-e", f"bench_db_delay_ms={arm.db_delay_ms}"]
+    if arm.db_cpu_hog:
+        options += ["-e", f"bench_db_cpu_hog={arm.db_cpu_hog}"]
+    if arm.jvm_options:
+        options += ["-e", json.dumps({"app_jvm_opts": list(arm.jvm_options)})]
     if settings.latency_ms is not None:
         options += ["-e", f"loadgen_latency_ms={settings.latency_ms}"]
     if settings.slo_p99_ms is not None:
         options += ["-e", f"loadgen_slo_p99_ms={settings.slo_p99_ms:g}"]
-    if settings.profile:
-        options += ["-e", f"app_profile={settings.profile}"]
+    if arm.profile or settings.profile:
+        options += ["-e", f"app_profile={arm.profile or settings.profile}"]
     return options
 
 
@@ -524,12 +648,6 @@ def main(args: argparse.Namespace) -> int:
     results = rundir.results_dir(args.results)
     worst, tables = EXIT_DONE, []
     for report in args.report:
-        if report in NOT_BUILT:
-            tables.append(f"Report {report}: not runnable by make reproduce: {NOT_BUILT[report]}.")
-            if len(args.report) == 1:
-                print(tables[-1], file=sys.stderr)
-                return EXIT_USAGE
-            continue
         experiment = EXPERIMENTS[report]
         try:
             for arm in experiment.arms:

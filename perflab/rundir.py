@@ -198,6 +198,7 @@ class Deployment:
     jvm_opts: tuple[str, ...] = ()
     env: dict[str, Any] = field(default_factory=dict)  # PERFLAB_* variables, no secret
     cpu_affinity: tuple[int | str, ...] = ()
+    cpu_quota_percent: float | None = None  # the profile's CPUQuota= (100 a whole CPU); None: no quota
     memory_max_mb: int | str | None = None  # "" or "None" where the profile sets no limit
 
 
@@ -223,6 +224,7 @@ class BenchInputs:
     raw_files: tuple[str, ...] = ()
     percentile_files: tuple[str, ...] = ()  # wrk2's percentile table of each loadgen host, in the same order
     db_delay_ms: int = 0
+    db_cpu_hog: int = 0  # busy loops on the DB host during the measured phase (DB_CPU_HOG)
     quiet_s: float = 0.0
     scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S  # absent from inputs written before it was carried
     repetition: dict[str, str | int] = field(default_factory=dict)  # bench_repetition: {} for a run made once
@@ -300,6 +302,12 @@ class Step:
     achieved_rate: float | None
     p99_ms: float | None
     within_slo: bool
+    # REPEAT=N: every run of the step (run_id is the one its figures stand for) and the range of its
+    # runs' p99 and achieved rate (the step's p99 and achieved rate are their medians); () and None
+    # for a step run once, and in sweep.json written before sweeps were repeated.
+    runs: tuple[str, ...] = ()
+    p99_range_ms: tuple[float, float] | None = None
+    achieved_range: tuple[float, float] | None = None
     # Not in sweep.json: what the printed table and the stop sentence need while the sweep runs.
     p50_ms: float | None = field(default=None, metadata=NOT_STORED)
     p999_ms: float | None = field(default=None, metadata=NOT_STORED)

@@ -16,7 +16,9 @@ keeps the steps it made.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
 import math
 import subprocess
 import sys
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import audit as judge
-from perflab import manifest, rundir
+from perflab import manifest, repetitions, rundir
 from perflab.rundir import RunFileError, Step, Sweep
 
 # A typo in START/STEP/MAX must not queue hours of runs.
@@ -137,6 +139,34 @@ def read_step(rate: int, run_dir: Path, slo_p99_ms: float | None) -> Step:
     )
 
 
+def repeated_step(rate: int, steps: Sequence[Step], slo_p99_ms: float | None) -> Step:
+    """One step from its runs at RATE (REPEAT=N): sustainable only when every run completed and none
+    was INVALID but for the SLO (one run the lab could not judge makes the rate unproven), its p99 and
+    achieved rate the medians of its runs', with their ranges, within the SLO when the median is. The
+    step stands for one run: the first unsustainable one (its problem and attribution say why the
+    sweep stops), else the run whose p99 is the median."""
+    if len(steps) == 1:
+        return steps[0]
+    p99s, rates = repetitions.spread([s.p99_ms for s in steps]), repetitions.spread([s.achieved_rate for s in steps])
+    failing = [s for s in steps if s.status != "complete" or s.verdict not in ("VALID", "WARN", "INVALID")
+               or s.problem is not None]
+    if failing:
+        shown = failing[0]
+    else:
+        ordered = sorted((s for s in steps if s.p99_ms is not None), key=lambda s: s.p99_ms or 0.0)
+        shown = ordered[(len(ordered) - 1) // 2] if ordered else steps[0]
+    verdicts = [s.verdict for s in steps if s.verdict is not None]
+    worst = max(verdicts, key=("VALID", "WARN", "INVALID").index) if verdicts else None
+    errors = [s.errors for s in steps if s.errors is not None]
+    return dataclasses.replace(
+        shown, rate=rate, verdict=worst if not failing else shown.verdict,
+        achieved_rate=rates.median if rates else None, p99_ms=p99s.median if p99s else None,
+        within_slo=not failing and p99s is not None
+        and judge.p99_against_slo(p99s.median, slo_p99_ms).status is judge.Status.VALID,
+        runs=tuple(s.run_id for s in steps if s.run_id), errors=sum(errors) if errors else None,
+        p99_range_ms=(p99s.low, p99s.high) if p99s else None, achieved_range=(rates.low, rates.high) if rates else None)
+
+
 def is_sustainable(step: Step) -> bool:
     """Complete, judged by the audit with no INVALID rule but the SLO's, and p99 within the SLO."""
     return (step.status == "complete" and step.verdict in ("VALID", "WARN", "INVALID") and step.problem is None
@@ -194,22 +224,27 @@ class BenchRefused(Exception):
 
 
 def run_sweep(
-    sweep: Sweep, rates: Sequence[int], run_step: Callable[[int], Path | None],
-    save: Callable[[Sweep], None], slo_override: float | None = None,
+    sweep: Sweep, rates: Sequence[int], run_step: Callable[[int, int], Path | None],
+    save: Callable[[Sweep], None], slo_override: float | None = None, repeat: int = 1,
 ) -> Sweep:
-    """Run RATES in order with RUN_STEP (rate -> its run directory, None when the bench refused
-    the input), stop at the first step that is not sustainable, SAVE after every step."""
+    """Run RATES in order with RUN_STEP ((rate, run index from 1 to REPEAT) -> its run directory,
+    None when the bench refused the input), REPEAT runs a rate (repeated_step makes them one
+    step), stop at the first step that is not sustainable, SAVE after every step."""
     for number, rate in enumerate(rates, 1):
-        print(f"perflab sweep: step {number}/{len(rates)}, {rate} req/s", flush=True)
-        run_dir = run_step(rate)
-        if run_dir is None:
-            sweep.ended_at, sweep.stopped_because = _utc_now(), f"the bench refused the run at {rate} req/s"
-            if sweep.steps:
-                save(sweep)
-            raise BenchRefused(sweep.stopped_because)
-        if slo_override is None and sweep.slo_p99_ms is None:
-            sweep.slo_p99_ms = scenario_slo(run_dir)
-        step = read_step(rate, run_dir, sweep.slo_p99_ms)
+        runs = []
+        for index in range(1, repeat + 1):
+            print(f"perflab sweep: step {number}/{len(rates)}, {rate} req/s"
+                  + (f", run {index}/{repeat}" if repeat > 1 else ""), flush=True)
+            run_dir = run_step(rate, index)
+            if run_dir is None:
+                sweep.ended_at, sweep.stopped_because = _utc_now(), f"the bench refused the run at {rate} req/s"
+                if sweep.steps:
+                    save(sweep)
+                raise BenchRefused(sweep.stopped_because)
+            if slo_override is None and sweep.slo_p99_ms is None:
+                sweep.slo_p99_ms = scenario_slo(run_dir)
+            runs.append(read_step(rate, run_dir, sweep.slo_p99_ms))
+        step = repeated_step(rate, runs, sweep.slo_p99_ms)
         record(sweep, step)
         sweep.stopped_because = stop_reason(step, sweep.slo_p99_ms)
         sweep.ended_at = _utc_now()
@@ -228,13 +263,19 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _ranged(value: float | None, spread: tuple[float, float] | None, digits: int = 2) -> str:
+    """A step's figure; a repeated step's median with its runs' range."""
+    text = _number(value, digits)
+    return text if spread is None else f"{text} [{_number(spread[0], digits)}-{_number(spread[1], digits)}]"
+
+
 def table(sweep: Sweep) -> str:
     """The latency-throughput curve, one row per step, and the sweep's outcome."""
     header = ["rate/s", "achieved/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "verdict", "p99<=SLO", "run"]
     rows = [[
-        str(s.rate), _number(s.achieved_rate, 1), _number(s.p50_ms), _number(s.p99_ms), _number(s.p999_ms),
-        "-" if s.errors is None else str(s.errors), s.verdict or s.status, "yes" if s.within_slo else "no",
-        s.run_id or "-",
+        str(s.rate), _ranged(s.achieved_rate, s.achieved_range, 1), _number(s.p50_ms), _ranged(s.p99_ms, s.p99_range_ms),
+        _number(s.p999_ms), "-" if s.errors is None else str(s.errors), s.verdict or s.status,
+        "yes" if s.within_slo else "no", (s.run_id or "-") + (f" (+{len(s.runs) - 1} runs)" if len(s.runs) > 1 else ""),
     ] for s in sweep.steps]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
@@ -279,15 +320,18 @@ def run_bench(results: Path, inventory: str, options: Sequence[str], named: str)
 
 def bench_runner(
     results: Path, app: str, scenario: str, inventory: str, bench_options: Sequence[str], slo_override: float | None,
-    name: str | None = None,
-) -> Callable[[int], Path | None]:
-    """One step = one bench run at that rate (run_bench). APP is what APP= gave (a manifest's name
-    or path), NAME the app's name, which names the run directories."""
+    name: str | None = None, repeat: int = 1, group: str = "",
+) -> Callable[[int, int], Path | None]:
+    """One run = one bench run at that rate (run_bench). APP is what APP= gave (a manifest's name
+    or path), NAME the app's name, which names the run directories. With REPEAT > 1 each run of a
+    rate is tagged as one repetition group (GROUP-<rate>), as make bench REPEAT=N tags its runs."""
 
-    def run(rate: int) -> Path | None:
+    def run(rate: int, index: int) -> Path | None:
         options = [*bench_options, "-e", f"app_name={app}", "-e", f"loadgen_scenario={scenario}", "-e", f"loadgen_rate={rate}"]
         if slo_override is not None:
             options += ["-e", f"loadgen_slo_p99_ms={slo_override:g}"]
+        if repeat > 1:
+            options += ["-e", json.dumps({"bench_repetition": {"group": f"{group}-{rate}", "index": index, "of": repeat}})]
         return run_bench(results, inventory, options, f"-{name or app}-{scenario}")[1]
 
     return run
@@ -323,6 +367,8 @@ def register(commands: Any) -> None:
     sub.add_argument("--step", type=_positive_int, metavar="R")
     sub.add_argument("--max", type=_positive_int, metavar="R")
     sub.add_argument("--slo-p99-ms", type=_positive_ms, metavar="MS", help="overrides the scenario's slo_p99_ms")
+    sub.add_argument("--repeat", type=repetitions.parse_repeat, default=1, metavar="N",
+                     help="runs per rate on fresh JVMs (REPEAT=): the step is their median, with their range")
     sub.add_argument("--results", type=Path, help=rundir.RESULTS_HELP)
     sub.add_argument("bench_options", nargs=argparse.REMAINDER, help="after --: options for playbooks/bench.yml")
     sub.set_defaults(command=main)
@@ -355,11 +401,13 @@ def main(args: argparse.Namespace) -> int:
     def save(current: Sweep) -> None:
         rundir.write_sweep(sweep_dir, current)
 
-    print(f"perflab sweep: {name}, {args.scenario}, rates {' '.join(map(str, rates))} req/s -> {sweep_dir}/", flush=True)
+    print(f"perflab sweep: {name}, {args.scenario}, rates {' '.join(map(str, rates))} req/s"
+          + (f", {args.repeat} runs each" if args.repeat > 1 else "") + f" -> {sweep_dir}/", flush=True)
     options = [o for o in args.bench_options if o != "--"]
-    runner = bench_runner(results, args.app, args.scenario, args.inventory, options, args.slo_p99_ms, name)
+    runner = bench_runner(results, args.app, args.scenario, args.inventory, options, args.slo_p99_ms, name,
+                          args.repeat, sweep_dir.name)
     try:
-        run_sweep(sweep, rates, runner, save, slo_override=args.slo_p99_ms)
+        run_sweep(sweep, rates, runner, save, slo_override=args.slo_p99_ms, repeat=args.repeat)
     except BenchRefused as exc:
         print(f"perflab sweep: {exc}: see the message above", file=sys.stderr)
         return EXIT_REFUSED

@@ -52,6 +52,7 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path="],
      "loadgen: TOOL=wrk2 cannot run on perflab-loadgen: wrk2 cannot be built: no archive on the controller"),
     (["APP=quarkus", "SCENARIO=greeting", "DB_DELAY_MS=lots"], "DB_DELAY_MS must be a whole number of milliseconds >= 0, got 'lots'"),
+    (["APP=quarkus", "SCENARIO=greeting", "DB_CPU_HOG=-1"], "DB_CPU_HOG must be a whole number of busy loops from 0 to 256, got '-1'"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=io-vs-worker"], "app: profile 'io-vs-worker' asks for 4 CPUs"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"],
      "app: profile 'report3' is now 'io-vs-worker', named after what the field report showed: use PROFILE=io-vs-worker."),

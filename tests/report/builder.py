@@ -123,6 +123,10 @@ REPEATED = tuple(
 )
 SWEEP_ID = "20260102T102000Z-spring-mvc-greeting-sweep"
 SWEEP_SLO_P99_MS = 50.0
+# make sweep APP=quarkus SCENARIO=hello-latency RATES=200 REPEAT=3: quarkus' three REPEATED runs as
+# one step, its p99 their median with their range.
+REPEATED_SWEEP_ID = "20260106T100000Z-quarkus-hello-latency-sweep"
+REPEATED_SWEEP_SLO_P99_MS = 1100.0
 
 
 def _write(path: Path, text: str) -> None:
@@ -214,6 +218,20 @@ def add_sweep(results: Path) -> Path:
         sweep.record(made, sweep.read_step(rate, results / run_id, SWEEP_SLO_P99_MS))
     made.stopped_because = sweep.stop_reason(made.steps[-1], SWEEP_SLO_P99_MS)
     sweep_dir = results / SWEEP_ID
+    rundir.write_sweep(sweep_dir, made)
+    return sweep_dir
+
+
+def add_repeated(results: Path) -> Path:
+    """REPEATED's runs, and quarkus' three as the one step of a sweep made with REPEAT=3."""
+    for run in REPEATED:
+        add_fixture_run(results, run)
+    made = rundir.Sweep(app="quarkus", scenario="hello-latency", slo_p99_ms=REPEATED_SWEEP_SLO_P99_MS,
+                        started_at="2026-01-06T10:00:00Z", ended_at="2026-01-06T10:30:00Z")
+    runs = [sweep.read_step(200, results / run.run_id, REPEATED_SWEEP_SLO_P99_MS) for run in REPEATED if run.app == "quarkus"]
+    sweep.record(made, sweep.repeated_step(200, runs, REPEATED_SWEEP_SLO_P99_MS))
+    made.stopped_because = sweep.stop_reason(made.steps[-1], REPEATED_SWEEP_SLO_P99_MS) or "every step was sustainable"
+    sweep_dir = results / REPEATED_SWEEP_ID
     rundir.write_sweep(sweep_dir, made)
     return sweep_dir
 

@@ -22,7 +22,7 @@ import pytest
 from perflab import report
 
 from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, REPEATED, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, \
-    TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, full_results, good_results, perflab
+    TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, add_repeated, full_results, good_results, perflab
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -617,8 +617,7 @@ def test_repetitions_give_the_median_and_range_and_say_what_cannot_be_told_apart
     """REPEAT=3 with two apps: each row is the median of its three runs with their range; p99, whose
     ranges overlap (quarkus froze twice, not in its first run), is "not distinguishable" however far
     the medians; CPU, apart in every run, is told apart."""
-    for run in REPEATED:
-        add_fixture_run(tmp_path, run)
+    add_repeated(tmp_path)
     done = perflab("report", "--results", tmp_path)
     # Written; each run says it has no utilization.json (no Prometheus behind these fixtures).
     assert done.returncode == report.EXIT_WRITTEN_WITH_PROBLEMS, done.stderr
@@ -641,6 +640,12 @@ def test_repetitions_give_the_median_and_range_and_say_what_cannot_be_told_apart
     cpu = "app CPU-s per 1,000 requests"
     assert cell["quarkus (IO thread)"][cpu].endswith("|best")
     assert re.fullmatch(r"[\d.]+\|[\d.]+–[\d.]+\|[\d.]+× best", cell["spring-webflux"][cpu]), cell["spring-webflux"][cpu]
+    # The sweep made with REPEAT=3: its one step is the median of quarkus' three runs, its bar their range.
+    chart = page[page.index('class="chart chart-sweep"'):]
+    chart = chart[:chart.index("</figure>")]
+    assert "each rate 3 runs: their median p99, the bar their range" in chart
+    bar = re.search(r'<path class="range" [^>]*><title>[^<]*: (?P<low>[\d.]+) to (?P<high>[\d.]+)</title>', chart)
+    assert bar and (float(bar["low"]), float(bar["high"])) == pytest.approx((p99["steady"], p99["freeze"]), rel=1e-5)
 
 
 def test_a_reproduction_is_its_own_section_never_a_run(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """The report in a real browser (Debian's chromium, headless): it opens with no console error,
 its charts are drawn and visible, and screenshots are kept in build/test-artifacts: report.png
-(the top of the page) and report-over-time.png (a vegeta run's section, with its chart over time).
+(the top of the page), report-over-time.png (a vegeta run's section, with its chart over time) and
+report-repetitions.png (runs repeated with REPEAT=3: the side-by-side medians and a repeated sweep's
+range bar).
 The checker itself is shown to fail on pages with a console error, an uncaught exception, and a
 request the report's Content-Security-Policy refuses."""
 
@@ -12,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .builder import WARMUP_RUN, full_results, perflab
+from .builder import WARMUP_RUN, add_repeated, full_results, perflab
 from .chromium import visit
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -91,6 +93,32 @@ def test_a_run_over_time_in_the_browser(report_page: Path) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "report-over-time.png").write_bytes(seen.screenshot_png)
     assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 30_000
+
+
+# The repeated runs' side-by-side chart and table, and the repeated sweep's chart with its range bar.
+REPETITIONS_VIEW = """
+(() => {
+  const sweep = document.querySelector("svg.chart-sweep");
+  document.querySelector("table.side-by-side").scrollIntoView({block: "start"});
+  return {bars: sweep.querySelectorAll("path.range").length, sweep_visible: sweep.checkVisibility(),
+          rows: document.querySelectorAll("table.side-by-side tbody tr").length};
+})()
+"""
+
+
+def test_repetitions_in_the_browser(tmp_path: Path) -> None:
+    """REPEAT=3 of two apps and a sweep of one: the medians side by side and the sweep's range bar
+    drawn; the screenshot is kept in build/test-artifacts/report-repetitions.png."""
+    add_repeated(tmp_path)
+    done = perflab("report", "--results", tmp_path)
+    assert done.returncode == 3, done.stderr  # written, each run without utilization.json listed
+    seen = visit(tmp_path / "report.html", REPETITIONS_VIEW, height=1900)
+    assert seen.errors == []
+    view: dict[str, Any] = seen.evaluated
+    assert view["bars"] == 1 and view["sweep_visible"] and view["rows"] == 2, view
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "report-repetitions.png").write_bytes(seen.screenshot_png)
+    assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n")
 
 
 @pytest.mark.parametrize(("body", "expected"), [

@@ -13,11 +13,15 @@ import pytest
 
 from perflab import audit, collect, compare, repetitions, rundir
 from perflab.audit import Status, Verdict
-from perflab.model import Repetition, RunResult
+from perflab.model import AppSettings, Repetition, RunResult
 from perflab.observations import Observations
 
 from .helpers import bench_inputs
 from .test_audit import APP_CPU, STEADY, _bench_inputs
+
+
+# STEADY's start to first request, as the table's last column shows it.
+START = f"{STEADY.app.start_to_first_request_ms:.0f}" if STEADY.app and STEADY.app.start_to_first_request_ms else "-"
 
 
 def _run(run_dir: Path, verdict: Verdict | Status, result: RunResult = STEADY, cpu: float | None = None) -> Path:
@@ -36,12 +40,32 @@ def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
     _run(tmp_path / "old", Status.VALID)  # audited before the app's cost
     lines = compare.table([compare.read_row("quarkus", tmp_path / "new"), compare.read_row("spring-mvc", tmp_path / "old"),
                            compare.read_row("spring-webflux", None)]).splitlines()
-    assert lines[0].split("  ")[-4:] == ["verdict", "app CPU-s/1k req", "app max RSS MiB", "repetition"]
+    assert lines[0].split("  ")[-5:] == ["verdict", "app CPU-s/1k req", "app max RSS MiB", "repetition",
+                                         "start to first request ms"]
     # The columns before stay where they were (tests/bench_runs reads a row by position).
     assert lines[2].split()[:6] == ["quarkus", "new", "complete", "2000", "1995.1", "wrk2"]
-    assert lines[2].split()[-3:] == ["VALID", "0.376", "300.0"]
-    assert lines[3].split()[-3:] == ["VALID", "-", "-"]
+    assert lines[2].split()[-4:] == ["VALID", "0.376", "300.0", START]
+    assert lines[3].split()[-4:] == ["VALID", "-", "-", START]
     assert lines[4].split()[1:] == ["-", "no", "run", "(rejected", "before", "it", "started)"]
+
+
+def test_ours_beside_theirs_where_a_foreign_app_ran_with_its_counterpart(tmp_path: Path) -> None:
+    """tfb-quarkus (counterpart: quarkus) beside quarkus: each figure ours / theirs from their runs;
+    an app without a counterpart in the comparison gets no line, nor does a pair with an INVALID run."""
+    def ran(name: str, cpu: float, rss_mib: float, start_ms: float, status: Status = Status.VALID) -> compare.Row:
+        app = AppSettings(name=name, start_to_first_request_ms=start_ms)
+        verdict = Verdict(status=status, rules=(), app_cpu_s_per_1000_requests=cpu, app_max_rss_bytes=rss_mib * 2**20)
+        return compare.read_row(name, _run(tmp_path / name, verdict, dataclasses.replace(STEADY, app=app)))
+
+    apps = [compare.App("quarkus", "quarkus", ""), compare.App("tfb-quarkus", "tfb-quarkus", "", counterpart="quarkus"),
+            compare.App("spring-mvc", "spring-mvc", ""), compare.App("tfb-spring", "tfb-spring", "", counterpart="spring-mvc")]
+    rows = [ran("quarkus", 0.204, 230, 1200.0), ran("tfb-quarkus", 0.180, 200, 1000.0),
+            ran("spring-mvc", 0.50, 300, 4000.0), ran("tfb-spring", 0.40, 310, 3000.0, Status.INVALID)]
+    assert compare.ours_theirs(rows, apps) == [
+        "perflab compare: ours / theirs (one run each; a ratio over 1 is ours costing more)",
+        "  quarkus / tfb-quarkus: app CPU-s/1k req 0.204 / 0.180 = 1.13, max RSS MiB 230 / 200 = 1.15, "
+        "start to first request ms 1200 / 1000 = 1.20"]
+    assert compare.ours_theirs(rows[:1], apps[:1]) == []
 
 
 def test_a_spread_is_the_median_and_the_range_and_one_run_is_never_indistinguishable() -> None:
@@ -77,7 +101,7 @@ def test_the_summary_gives_medians_and_ranges_and_names_the_apps_it_cannot_tell_
     assert lines[2].startswith("  spring-mvc (3 runs): achieved/s") and "p99 ms 4.6 [4.2-4.9]" in lines[2]
     assert "  p99 ms: quarkus is best by its median, not distinguishable from spring-mvc (the ranges overlap)" in lines
     assert "  app CPU-s/1k req: quarkus is best, apart from every other app (no range overlaps its own)" in lines
-    assert compare.table(rows).splitlines()[2].split()[-1] == "1/3"
+    assert compare.table(rows).splitlines()[2].split()[-2:] == ["1/3", START]
 
 
 def test_runs_go_in_turns_each_tagged_with_the_comparisons_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +128,7 @@ def test_runs_go_in_turns_each_tagged_with_the_comparisons_group(tmp_path: Path,
 def test_repeat_takes_a_whole_number_of_runs() -> None:
     for bad in ("0", "x", "21", "-1", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="REPEAT must be a whole number of runs from 1 to 20"):
-            compare._repeat(bad)
+            repetitions.parse_repeat(bad)
 
 
 def test_the_repetition_travels_from_the_bench_inputs_into_the_result() -> None:

@@ -3,7 +3,6 @@ bench options, and the fallback when the app host cannot hold the report's profi
 themselves are the lab's (make reproduce on the local lab; figures in the session notes)."""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -12,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from perflab import reproduce, rundir
-from perflab.attribution import Attribution
-from perflab.audit import Status, Verdict
+from perflab.attribution import Attribution, TierFigures
+from perflab.audit import RuleResult, Status, Verdict
 from perflab.compare import Row
 from perflab.model import AppSettings, ErrorCounts, LatencyDistribution, RunResult
-from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
+from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_1, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
 
 
 def result(achieved: float, p50: float, start_ms: float = 15000.0) -> RunResult:
@@ -168,11 +167,76 @@ def test_report_4_without_netem_runs_the_rest_and_says_the_delay_is_not_runnable
     assert "DB 100 ms away  at 20 req/s: not runnable here: the bench refused DB_DELAY_MS=100" in text, text
 
 
-def test_report_1_is_not_an_experiment_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
-    args = argparse.Namespace(report=[1], rate="", duration="", warmup="", results=None, inventory="inventory/local",
-                              bench_options=[])
-    assert reproduce.main(args) == reproduce.EXIT_USAGE
-    assert "Report 1: not runnable by make reproduce: report 1's five steps are checked by the judge" in capsys.readouterr().err
+def report_1_row(tmp_path: Path, name: str, achieved: float, status: str, limiting: str | None, sentence: str,
+                 app_busy: float, db_saturated: tuple[str, ...] = (), rules: tuple[RuleResult, ...] = ()) -> Row:
+    """A judged run of report 1 with what its relations read: the verdict's rules, the attribution's
+    limiting tier and sentence, the app's CPU and what saturated the DB."""
+    run_dir = tmp_path / name
+    run_dir.mkdir(parents=True)
+    tiers = (TierFigures("app", busy_cores=app_busy, allotted_cores=1.0, cpu_busy_fraction=app_busy),
+             TierFigures("db", busy_cores=0.05, allotted_cores=1.0, cpu_busy_fraction=0.05, saturated=db_saturated))
+    rundir.write_attribution(run_dir, Attribution(limiting, sentence, (), tiers))
+    tls = RuleResult("same_db_work", Status.VALID, "all 16 DB sessions used TLS; 1.00 select per GET as the contract says")
+    return Row(name, run_dir, "", result(achieved, 4.0), Verdict(status=Status(status), rules=(tls, *rules)), "complete")
+
+
+def report_1_rows(tmp_path: Path) -> dict[str, Row]:
+    """Report 1's four arms as the lab judged them (figures of the kind the local lab gives)."""
+    errors = RuleResult("no_errors", Status.INVALID, "5120 errors in 15000 requests (connect 5120)")
+    return {
+        "broken": report_1_row(tmp_path, "broken", 160.0, "INVALID", None, "not attributed: 5120 requests failed", 0.1,
+                               rules=(errors,)),
+        "db-starved": report_1_row(tmp_path, "db-starved", 400.0, "INVALID", "db",
+                                   "limited by the DB (32.0 requests waiting for a DB connection)", 0.2,
+                                   db_saturated=("its CPUs 100% busy with every process of the machine",)),
+        "fast": report_1_row(tmp_path, "fast", 1500.0, "WARN", None, "no tier was saturated: the system kept up", 0.55),
+        "constrained": report_1_row(tmp_path, "constrained", 330.0, "INVALID", "app",
+                                    "limited by the app's CPU (0.25 of 0.25 cores)", 0.99),
+    }
+
+
+def test_report_1_each_step_caught_by_the_verdict(tmp_path: Path) -> None:
+    relations = reproduce.judge(REPORT_1, report_1_rows(tmp_path), REPORT_1.settings)
+    assert statuses(relations) == [REPRODUCED] * 5, relations
+    assert relations[0]["figures"] == "INVALID; no_errors: 5120 errors in 15000 requests (connect 5120)"
+    assert relations[2]["figures"].startswith("1500.0 of 1500 req/s, WARN; the app used 0.55 of 1 cores; no tier")
+    assert relations[4]["figures"] == "; ".join(f"{key}: all 16 DB sessions used TLS" for key in
+                                                ("broken", "db-starved", "fast", "constrained"))
+
+
+def test_report_1_steps_the_verdict_misses_are_not_reproduced(tmp_path: Path) -> None:
+    rows = report_1_rows(tmp_path)
+    # Errors judged VALID, the DB's starvation blamed on the app, the constrained app not named, a session without TLS.
+    rows["broken"] = report_1_row(tmp_path, "broken-valid", 500.0, "VALID", None, "", 0.1,
+                                  rules=(RuleResult("no_errors", Status.VALID, "no errors in 15000 requests"),))
+    rows["db-starved"] = report_1_row(tmp_path, "db-app", 400.0, "INVALID", "app", "limited by the app's CPU", 0.2,
+                                      db_saturated=("its CPU 1.00 of 1 cores (100%)",))
+    rows["constrained"] = report_1_row(tmp_path, "constrained-free", 500.0, "VALID", None,
+                                       "no tier was saturated: the system kept up", 0.4)
+    fast_audit = rows["fast"].audit
+    assert fast_audit is not None
+    rows["fast"] = dataclasses.replace(rows["fast"], audit=dataclasses.replace(fast_audit, rules=(
+        RuleResult("same_db_work", Status.INVALID, "2 of 16 DB sessions without TLS"),)))
+    assert statuses(reproduce.judge(REPORT_1, rows, REPORT_1.settings)) == [NOT_REPRODUCED] * 2 + [REPRODUCED] + [
+        NOT_REPRODUCED] * 2
+
+
+def test_report_1_a_broken_app_refused_by_the_verify_phase_is_caught_too(tmp_path: Path) -> None:
+    rows = report_1_rows(tmp_path)
+    rows["broken"] = Row("broken", tmp_path / "refused", "", None, None,
+                         "incomplete: verifying the app: verify: GET /zipcodes/{zip} answered 3 of 5 requests")
+    relation = reproduce.judge(REPORT_1, rows, REPORT_1.settings)[0]
+    assert relation["status"] == REPRODUCED and relation["figures"].startswith("refused before any load: incomplete: verifying")
+
+
+def test_report_1_arms_stage_each_step_through_the_bench() -> None:
+    options = {arm.key: reproduce.bench_options(REPORT_1, arm, REPORT_1.settings) for arm in REPORT_1.arms}
+    assert '{"app_jvm_opts": ["-Dquarkus.http.limits.max-connections=2"]}' in options["broken"]
+    assert "bench_db_cpu_hog=16" in options["db-starved"]
+    assert "loadgen_rate=1500" in options["fast"] and "loadgen_rate=500" in options["broken"]
+    assert "app_profile=app-bound" in options["constrained"]
+    assert all("app_profile=app-bound" not in o and "bench_db_cpu_hog=16" not in o
+               for key, o in options.items() if key not in ("constrained", "db-starved"))
 
 
 @pytest.mark.parametrize("given", ["5", "two", ""])

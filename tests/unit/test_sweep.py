@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,27 +70,57 @@ class FakeBench:
         self.results, self.outcomes, self.rates_run = results, outcomes, list[int]()
         self.slo_override = slo_override
 
-    def __call__(self, rate: int) -> Path | None:
+    def __call__(self, rate: int, index: int) -> Path | None:
         self.rates_run.append(rate)
         outcome = self.outcomes.get(rate, {})
+        # REPEAT=N: a list gives each run of the rate its own outcome.
+        if isinstance(outcome, list):
+            outcome = outcome[index - 1]
         if outcome.get("refused"):
             return None
-        run_dir = self.results / f"2026010{len(self.rates_run)}T000000Z-quarkus-zipcodes"
+        run_dir = self.results / f"202601{len(self.rates_run):02d}T000000Z-quarkus-zipcodes"
         if self.slo_override is not None:  # the bench runs the scenario with SLO_P99_MS= as its SLO
             outcome = {**outcome, "slo": self.slo_override}
         write_run(run_dir, rate, **outcome)  # type: ignore[arg-type]
         return run_dir
 
 
-def run(tmp_path: Path, rates: list[int], outcomes: dict[int, dict[str, object]],
-        slo_override: float | None = None) -> tuple[rundir.Sweep, FakeBench, list[str]]:
+def run(tmp_path: Path, rates: list[int], outcomes: dict[int, Any],
+        slo_override: float | None = None, repeat: int = 1) -> tuple[rundir.Sweep, FakeBench, list[str]]:
     bench = FakeBench(tmp_path, outcomes, slo_override)
     saved: list[str] = []
     save: Callable[[rundir.Sweep], None] = lambda s: saved.append(dumps(s))
     done = sweep.run_sweep(rundir.Sweep(app="quarkus", scenario="zipcodes", slo_p99_ms=slo_override,
                                        started_at="2026-01-01T00:00:00Z"),
-                           rates, bench, save, slo_override=slo_override)
+                           rates, bench, save, slo_override=slo_override, repeat=repeat)
     return done, bench, saved
+
+
+def test_a_repeated_step_is_its_runs_median_with_their_range(tmp_path: Path) -> None:
+    """REPEAT=3: each rate three times; the step's p99 and achieved rate are the medians, with ranges;
+    the sweep stops at the rate whose median p99 is over the SLO though one of its runs was within."""
+    done, bench, saved = run(tmp_path, [100, 200, 300], {
+        100: [{"p99": 8.0}, {"p99": 12.0}, {"p99": 10.0, "achieved": 99.0}],
+        200: [{"p99": 30.0}, {"p99": 70.0}, {"p99": 60.0}],
+    }, repeat=3)
+    assert bench.rates_run == [100, 100, 100, 200, 200, 200]
+    first, second = done.steps
+    assert (first.p99_ms, first.p99_range_ms, first.achieved_rate, first.achieved_range) == (10.0, (8.0, 12.0), 100.0,
+                                                                                            (99.0, 100.0))
+    assert first.within_slo and len(first.runs) == 3 and first.run_id == first.runs[2]  # the median run's
+    assert (second.p99_ms, second.within_slo, done.max_sustainable_rate) == (60.0, False, 100)
+    assert done.stopped_because == "p99 60 ms at 200 req/s exceeds the SLO of 50 ms"
+    stored = json.loads(saved[-1])
+    assert stored["steps"][0]["runs"] == list(first.runs) and stored["steps"][0]["p99_range_ms"] == [8.0, 12.0]
+    assert "10.00 [8.00-12.00]" in sweep.table(done) and "(+2 runs)" in sweep.table(done)
+
+
+def test_one_run_of_a_repeated_step_the_lab_could_not_judge_stops_the_sweep(tmp_path: Path) -> None:
+    done, _, _ = run(tmp_path, [100, 200], {100: [{"p99": 8.0}, {"verdict": "INVALID", "p99": 9.0}]}, repeat=2)
+    assert len(done.steps) == 1 and not done.steps[0].within_slo and done.max_sustainable_rate is None
+    assert done.steps[0].problem == "achieved_rate: achieved 80% of the target"
+    assert done.stopped_because == ("the audit judged the run at 100 req/s INVALID "
+                                    "(achieved_rate: achieved 80% of the target)")
 
 
 def test_rates_from_a_list_run_in_increasing_order() -> None:
@@ -186,7 +217,8 @@ def test_sweep_json_is_saved_after_every_step_in_the_documented_format(tmp_path:
     assert document["limited_by"] == "app"
     # The verdict is the audit's, which judges the SLO too (rule slo_p99: WARN above it).
     assert document["steps"][2] == {"rate": 300, "run_id": "20260103T000000Z-quarkus-zipcodes", "status": "complete",
-                                    "verdict": "WARN", "achieved_rate": 300.0, "p99_ms": 80.0, "within_slo": False}
+                                    "verdict": "WARN", "achieved_rate": 300.0, "p99_ms": 80.0, "within_slo": False,
+                                    "runs": [], "p99_range_ms": None, "achieved_range": None}
     # The reader of `make report` takes it as it is.
     sweep_dir = tmp_path / "20260101T000000Z-quarkus-zipcodes-sweep"
     rundir.write_sweep(sweep_dir, done)
