@@ -378,7 +378,8 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
         db_sessions=sessions,
     )
     tier_cpus = {tier: (sample.host, sample.cpus) for tier, sample in inputs.cpu_start.items()}
-    observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled)
+    observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled,
+                                   inputs.run.scenario.endpoints)
     if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
         observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
     allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
