@@ -277,14 +277,16 @@ def from_app_histogram(prometheus: Prometheus, app: str, endpoints: Sequence[str
         end = window.start + window.duration_s
         answers = prometheus.query_range(tiers.app_answers_by_status(app, routes), window.start, end, step_s)
         buckets = prometheus.query_range(tiers.app_latency_buckets(app, routes), window.start, end, step_s)
-        built.append(histogram_phase(window, answers, buckets, step_s, measure.start))
+        if answers or window is measure:  # a warm-up Prometheus holds nothing of is left out, not drawn as zeros
+            built.append(histogram_phase(window, answers, buckets, step_s, measure.start))
     measured = next(p for p in built if p.phase == "measure")
     if not sum(measured.ok) + sum(measured.errors):
         raise NoHistogram(f"the app {app} counted no answer on {', '.join(endpoints)} in its "
                           f"{tiers.APP_LATENCY} histogram over the measured phase")
-    note = (f"From the app's own {tiers.APP_LATENCY} histogram in Prometheus ({prometheus.url}) every {step_s:g} s, "
+    note = (f"From the app's own {tiers.APP_LATENCY} histogram in Prometheus every {step_s:g} s, "
             f"its scrape interval, on {', '.join(endpoints)}: the answers it counted in each step (failed: not 2xx "
-            "or 3xx) and their p50 and p99 as the app measured them, interpolated within its buckets; the "
-            "generator keeps no per-request record.")
+            "or 3xx) and their p50 and p99 as the app measured them (from taking a request up to its answer: "
+            "without the network, the generator or a queue in front of its request threads), interpolated within "
+            "its buckets; the generator keeps no per-request record.")
     return TimeSeries(source=APP_HISTOGRAM_SOURCE, step_s=step_s, origin_unix_s=measure.start,
                       phases=tuple(sorted(built, key=lambda p: PHASES.index(p.phase))), notes=(note,))
