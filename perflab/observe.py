@@ -119,6 +119,32 @@ class Window:
         return f"{max(1, round(self.seconds))}s"
 
 
+# The app's request-handling capacity, one naming scheme (apps/contract/README.md "Metrics"): each
+# scheme's gauges as the saturation reads them over the window (field -> avg or max over the window's
+# scrapes, the gauge summed over the app's pools), and what an app without them lacks. Not a gap in what
+# was seen: an app exports the schemes it has (event loops and virtual threads have no bounded pool).
+REQUEST_HANDLING: tuple[tuple[dict[str, tuple[str, str]], str], ...] = (
+    ({"app_request_threads_busy_avg": ("avg", "perflab_request_threads_busy"),
+      "app_request_threads_max": ("max", "perflab_request_threads_max"),
+      "app_request_queue_avg": ("avg", "perflab_request_queue"),
+      "app_request_queue_max": ("max", "perflab_request_queue")},
+     "perflab_request_threads_busy/max or perflab_request_queue in the window: it serves requests on no bounded "
+     "thread pool (event loops or virtual threads)"),
+    ({"app_event_loop_pending_avg": ("avg", "perflab_event_loop_pending_tasks"),
+      "app_event_loop_pending_max": ("max", "perflab_event_loop_pending_tasks"),
+      "app_event_loops": ("max", "perflab_event_loops")},
+     "perflab_event_loop_pending_tasks or perflab_event_loops in the window: it reports no event loop (Quarkus and "
+     "Spring WebFlux do)"),
+    ({"app_virtual_carriers_busy_avg": ("avg", "perflab_virtual_thread_carriers_busy"),
+      "app_virtual_carriers_max": ("max", "perflab_virtual_thread_carriers_max"),
+      "app_virtual_carriers_started_max": ("max", "perflab_virtual_thread_carriers"),
+      "app_virtual_queue_avg": ("avg", "perflab_virtual_thread_queue"),
+      "app_virtual_queue_max": ("max", "perflab_virtual_thread_queue")},
+     "perflab_virtual_thread_carriers_busy/max, perflab_virtual_thread_carriers or perflab_virtual_thread_queue in "
+     "the window: it reports no virtual threads (Spring MVC on virtual threads does, on JDK 24 and later)"),
+)
+
+
 def route_key(labels: Mapping[str, str]) -> tuple[str, str, str]:
     return labels.get("method", ""), labels.get("uri", ""), labels.get("status", "")
 
@@ -352,18 +378,8 @@ class Observer:
             app_pool_in_use_max=self._over_window("max", f"sum(perflab_db_pool_in_use{app})"),
             app_threads_blocked_max=self._over_window(
                 "max", f'sum(jvm_threads_states_threads{{job="app",application="{self.app}",state="blocked"}})'),
-            app_request_threads_busy_avg=self._over_window("avg", f"sum(perflab_request_threads_busy{app})"),
-            app_request_threads_max=self._over_window("max", f"sum(perflab_request_threads_max{app})"),
-            app_request_queue_avg=self._over_window("avg", f"sum(perflab_request_queue{app})"),
-            app_request_queue_max=self._over_window("max", f"sum(perflab_request_queue{app})"),
-            app_event_loop_pending_avg=self._over_window("avg", f"sum(perflab_event_loop_pending_tasks{app})"),
-            app_event_loop_pending_max=self._over_window("max", f"sum(perflab_event_loop_pending_tasks{app})"),
-            app_event_loops=self._over_window("max", f"sum(perflab_event_loops{app})"),
-            app_virtual_carriers_busy_avg=self._over_window("avg", f"sum(perflab_virtual_thread_carriers_busy{app})"),
-            app_virtual_carriers_max=self._over_window("max", f"sum(perflab_virtual_thread_carriers_max{app})"),
-            app_virtual_carriers_started_max=self._over_window("max", f"sum(perflab_virtual_thread_carriers{app})"),
-            app_virtual_queue_avg=self._over_window("avg", f"sum(perflab_virtual_thread_queue{app})"),
-            app_virtual_queue_max=self._over_window("max", f"sum(perflab_virtual_thread_queue{app})"),
+            **{name: self._over_window(how, f"sum({gauge}{app})")
+               for gauges, _ in REQUEST_HANDLING for name, (how, gauge) in gauges.items()},
             db_threads_running_avg=self._over_window("avg", 'sum(mysql_global_status_threads_running{job="mysqld"})'),
             db_disk_await_ms=await_ms,
             network_link_fraction={s.labels["tier"]: s.value for s in link
@@ -377,20 +393,7 @@ class Observer:
             "app_pool_in_use_max": app_unobserved or f"{exported} perflab_db_pool_in_use in the window",
             "app_threads_blocked_max": app_unobserved or f'{exported} jvm_threads_states_threads{{state="blocked"}} '
                                                          "in the window",
-            # Not a gap in what was seen: event loops and virtual threads have no bounded pool to fill.
-            **{name: app_unobserved or f"{exported} perflab_request_threads_busy/max or perflab_request_queue in the "
-                                       "window: it serves requests on no bounded thread pool (event loops or virtual "
-                                       "threads)"
-               for name in ("app_request_threads_busy_avg", "app_request_threads_max", "app_request_queue_avg",
-                            "app_request_queue_max")},
-            **{name: app_unobserved or f"{exported} perflab_event_loop_pending_tasks or perflab_event_loops in the "
-                                       "window: it reports no event loop (Quarkus and Spring WebFlux do)"
-               for name in ("app_event_loop_pending_avg", "app_event_loop_pending_max", "app_event_loops")},
-            **{name: app_unobserved or f"{exported} perflab_virtual_thread_carriers_busy/max, perflab_virtual_thread_"
-                                       "carriers or perflab_virtual_thread_queue in the window: it reports no virtual "
-                                       "threads (Spring MVC on virtual threads does, on JDK 24 and later)"
-               for name in ("app_virtual_carriers_busy_avg", "app_virtual_carriers_max",
-                            "app_virtual_carriers_started_max", "app_virtual_queue_avg", "app_virtual_queue_max")},
+            **{name: app_unobserved or f"{exported} {absent}" for gauges, absent in REQUEST_HANDLING for name in gauges},
             "db_threads_running_avg": "mysqld_exporter reported no mysql_global_status_threads_running in the window",
             "db_disk_await_ms": self.found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
             "network_link_fraction": "node_exporter reported no eth0 traffic against a link speed for any tier",
