@@ -87,8 +87,9 @@ THRESHOLDS = AttributionThresholds(
     request_threads_busy=Threshold(
         0.50,
         "An app's bounded pool of request threads is full when requests wait for a thread (Tomcat's "
-        "executor queues a task only once every thread is taken) while it was busy half its size or "
-        "more on average: a blocking server serves at most threads / latency requests a second "
+        "executor queues a task only once every thread is taken, as Quarkus' worker pool does: JBoss "
+        "Threads' EnhancedQueueExecutor, 200 threads, one of them busy with the /metrics scrape at rest, "
+        "0.5% of it) while it was busy half its size or more on average: a blocking server serves at most threads / latency requests a second "
         "(report 2: 200 Tomcat threads / 0.1 s = 2,000 req/s). The average is not the pool's size: a "
         "thread between two requests is idle for an instant and a scrape samples one moment (the lab, "
         "200 threads full: 178 of 200 busy on average over 30 s, 160 over 10 s, with 130 to 175 "

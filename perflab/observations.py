@@ -80,8 +80,9 @@ class Saturation:
     app_pool_waiting_max: float | None = None
     app_pool_in_use_max: float | None = None  # DB connections lent out, at most
     app_threads_blocked_max: float | None = None  # JVM threads BLOCKED on a monitor, at most
-    # The app's bounded pool of request threads (perflab_request_threads_*: Tomcat's workers), time
-    # averages and the pool's size; None where the app has none (event loops, virtual threads).
+    # The app's bounded pool of request threads (perflab_request_threads_*: Tomcat's workers, Quarkus'
+    # worker pool), time averages and the pool's size; None where the app has none (event loops,
+    # virtual threads).
     app_request_threads_busy_avg: float | None = None  # threads handling a request
     app_request_threads_max: float | None = None  # the pool's maximum size
     app_request_queue_avg: float | None = None  # requests waiting for a request thread
