@@ -17,8 +17,11 @@ resource AND a sign that the work waited for it:
   idle DB and an idle app mean slow round trips (network delay, locks), still the DB tier; pool
   waits with both tiers' CPUs taken by other processes are not attributed (nothing tells which);
 - app: its own CPU saturated against its allotted cores, or many threads BLOCKED on monitors,
-  with no wait on the DB; or its request threads (a bounded pool: Tomcat's workers) full, with a
-  backlog of requests waiting for one (report 2: a blocking server caps near threads / latency);
+  with no wait on the DB; or its request threads (a bounded pool: Tomcat's workers, Quarkus'
+  worker pool) full, with a backlog of requests waiting for one (report 2: a blocking server caps
+  near threads / latency); or, where the CPU says nothing, its event loops with a backlog of tasks
+  (saturated or blocked loops of a reactive app), or every carrier of its virtual threads taken
+  while virtual threads wait for one (carriers pinned or blocked);
 - loadgen: its own CPU over the audit's 80% (its own processes' figures, not its shared CPUs'),
   or more of the offered requests dropped than the audit tolerates (max_dropped_share, 0.1%;
   only results of the retired k6 report drops) while no tier downstream was saturated or queued
@@ -51,6 +54,8 @@ class AttributionThresholds:
     threads_blocked: Threshold
     request_threads_busy: Threshold
     request_queue: Threshold
+    event_loop_pending: Threshold
+    virtual_thread_wait_ms: Threshold
     loadgen_cpu: Threshold
     dropped_share: Threshold
     network_link: Threshold
@@ -82,8 +87,9 @@ THRESHOLDS = AttributionThresholds(
     request_threads_busy=Threshold(
         0.50,
         "An app's bounded pool of request threads is full when requests wait for a thread (Tomcat's "
-        "executor queues a task only once every thread is taken) while it was busy half its size or "
-        "more on average: a blocking server serves at most threads / latency requests a second "
+        "executor queues a task only once every thread is taken, as Quarkus' worker pool does: JBoss "
+        "Threads' EnhancedQueueExecutor, 200 threads, one of them busy with the /metrics scrape at rest, "
+        "0.5% of it) while it was busy half its size or more on average: a blocking server serves at most threads / latency requests a second "
         "(report 2: 200 Tomcat threads / 0.1 s = 2,000 req/s). The average is not the pool's size: a "
         "thread between two requests is idle for an instant and a scrape samples one moment (the lab, "
         "200 threads full: 178 of 200 busy on average over 30 s, 160 over 10 s, with 130 to 175 "
@@ -95,6 +101,28 @@ THRESHOLDS = AttributionThresholds(
         "backlog, not the moment a task waits while the pool starts a thread (the lab: 400 Tomcat "
         "threads at 300 req/s of 1 s requests queued 0.4 to 0.6 on average and kept up; 200 threads, "
         "full, queued 132 to 174).",
+    ),
+    event_loop_pending=Threshold(
+        10.0,
+        "Tasks queued on the app's event loops, per loop, on average over the window's scrapes "
+        "(perflab_event_loop_pending_tasks / perflab_event_loops). A loop that keeps up runs a queued task "
+        "within microseconds, so a scrape finds its queue nearly empty: even 90% busy, a loop's queue holds "
+        "about 4 on average (M/D/1: rho^2 / 2(1 - rho)), 9 at 95%. Ten or more a loop is a backlog that does "
+        "not drain between scrapes: the loops are saturated, or blocked by a call that must not run on them. "
+        "The scrape itself adds none: Quarkus' /metrics runs on a worker thread, WebFlux's actuator runs its "
+        "blocking operations off the loops. Only tasks handed to a loop count (an answer written from another "
+        "thread, Vert.x's runOnContext): a request read and answered on its own loop adds none, so a loop "
+        "blocked on such requests shows in the CPU or the generator's latency, not here.",
+    ),
+    virtual_thread_wait_ms=Threshold(
+        20.0,
+        "Virtual threads ready to run and waiting for a carrier, on average, divided by the requests served a "
+        "second: how long a request waited for a carrier (Little's law). Every scrape reads the gauge from a "
+        "virtual thread of its own, which holds a carrier meanwhile (at rest the carriers read 1 busy); with "
+        "one carrier (an app on one core) the requests that arrive during the scrape wait behind it, as long "
+        "as the scrape takes to reach the gauge: a few milliseconds, whatever the rate. 20 ms a request is "
+        "more than a scrape explains and near the tightest SLO (greeting's 25 ms): every carrier was taken, "
+        "pinned or blocked in the JDK where the app's CPU had room (report 4), else by the CPU, named first.",
     ),
     loadgen_cpu=Threshold(
         AUDIT_THRESHOLDS.max_loadgen_cpu_busy.value,
@@ -132,6 +160,14 @@ class TierFigures:
     request_threads_busy_avg: float | None = None  # the app's bounded request-thread pool
     request_threads_max: float | None = None
     request_queue_avg: float | None = None
+    event_loop_pending_avg: float | None = None  # tasks queued on the app's event loops, summed over them
+    event_loop_pending_max: float | None = None
+    event_loops: float | None = None  # how many
+    virtual_carriers_busy_avg: float | None = None  # the carriers of the app's virtual threads
+    virtual_carriers_max: float | None = None  # the scheduler's parallelism
+    virtual_carriers_started_max: float | None = None  # above the parallelism: compensating for blocked carriers
+    virtual_queue_avg: float | None = None  # virtual threads waiting for a carrier
+    virtual_wait_ms: float | None = None  # the same, per request served: the wait for a carrier (Little's law)
     threads_running_avg: float | None = None
     dropped_per_s: float | None = None  # requests the load generator could not start on schedule
     dropped_share: float | None = None  # the same, as a share of the requests it was to offer
@@ -167,6 +203,8 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
     cpus_busy = obs.cpus_busy or {}
     link = sat.network_link_fraction or {}
     share = dropped_share(run)
+    virtual_wait_ms = (sat.app_virtual_queue_avg / run.achieved_rate * 1000.0
+                       if sat.app_virtual_queue_avg is not None and run.achieved_rate > 0 else None)
     dropped = (run.dropped_iterations / run.duration_s
                if run.dropped_iterations is not None and run.duration_s > 0 else None)
     rows: list[TierFigures] = []
@@ -183,6 +221,14 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
             request_threads_busy_avg=sat.app_request_threads_busy_avg if tier == "app" else None,
             request_threads_max=sat.app_request_threads_max if tier == "app" else None,
             request_queue_avg=sat.app_request_queue_avg if tier == "app" else None,
+            event_loop_pending_avg=sat.app_event_loop_pending_avg if tier == "app" else None,
+            event_loop_pending_max=sat.app_event_loop_pending_max if tier == "app" else None,
+            event_loops=sat.app_event_loops if tier == "app" else None,
+            virtual_carriers_busy_avg=sat.app_virtual_carriers_busy_avg if tier == "app" else None,
+            virtual_carriers_max=sat.app_virtual_carriers_max if tier == "app" else None,
+            virtual_carriers_started_max=sat.app_virtual_carriers_started_max if tier == "app" else None,
+            virtual_queue_avg=sat.app_virtual_queue_avg if tier == "app" else None,
+            virtual_wait_ms=virtual_wait_ms if tier == "app" else None,
             threads_running_avg=sat.db_threads_running_avg if tier == "db" else None,
             dropped_per_s=dropped if tier == "loadgen" else None,
             dropped_share=share if tier == "loadgen" else None,
@@ -212,6 +258,12 @@ def _with_saturated(f: TierFigures, t: AttributionThresholds) -> TierFigures:
         found.append(f"up to {f.threads_blocked_max:g} threads BLOCKED on monitors")
     if threads_exhausted(f, t):
         found.append(_request_threads_text(f))
+    if loops_backlogged(f, t):
+        found.append(f"its event loops {f.event_loop_pending_avg or 0:.1f} tasks pending on average over "
+                     f"{f.event_loops or 0:g} loops (at most {f.event_loop_pending_max or 0:g})")
+    if carriers_exhausted(f, t):
+        found.append(f"its virtual threads {f.virtual_queue_avg or 0:.1f} waiting for a carrier on average "
+                     f"(about {f.virtual_wait_ms or 0:.0f} ms a request), {_carriers_text(f)}")
     if _over(f.dropped_share, t.dropped_share, strictly=True):
         found.append(_dropped_text(f, f"tolerance {t.dropped_share.value:.1%}"))
     return TierFigures(**{**{x.name: getattr(f, x.name) for x in fields(f)}, "saturated": tuple(found)})
@@ -224,6 +276,28 @@ def threads_exhausted(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> 
         return False
     return (f.request_threads_busy_avg / f.request_threads_max >= t.request_threads_busy.value
             and f.request_queue_avg >= t.request_queue.value * f.request_threads_max)
+
+
+def loops_backlogged(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> bool:
+    """The app's event loops with a backlog of tasks: event_loop_pending a loop or more on average."""
+    if f.event_loop_pending_avg is None or not f.event_loops:
+        return False
+    return f.event_loop_pending_avg / f.event_loops >= t.event_loop_pending.value
+
+
+def carriers_exhausted(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> bool:
+    """Virtual threads waiting for a carrier long enough that a scrape does not explain it
+    (virtual_thread_wait_ms): every carrier taken."""
+    return _over(f.virtual_wait_ms, t.virtual_thread_wait_ms)
+
+
+def _carriers_text(f: TierFigures) -> str:
+    started = f.virtual_carriers_started_max
+    compensating = (f", {started:g} started: the JDK adding carriers for blocked ones"
+                    if started is not None and f.virtual_carriers_max is not None and started > f.virtual_carriers_max
+                    else "")
+    return (f"{f.virtual_carriers_busy_avg or 0:.1f} of {f.virtual_carriers_max or 0:g} carriers busy on average"
+            f"{compensating}")
 
 
 def _request_threads_text(f: TierFigures) -> str:
@@ -254,6 +328,11 @@ def _describe(f: TierFigures) -> str:
     if f.request_threads_busy_avg is not None and f.request_threads_max is not None:
         queue = f", {f.request_queue_avg:.1f} requests waiting" if f.request_queue_avg is not None else ""
         parts.append(f"request threads {f.request_threads_busy_avg:.1f} of {f.request_threads_max:g} busy{queue}")
+    if f.event_loop_pending_avg is not None and f.event_loops is not None:
+        parts.append(f"event loops {f.event_loops:g}, {f.event_loop_pending_avg:.1f} tasks pending on average "
+                     f"({f.event_loop_pending_max or 0:g} at most)")
+    if f.virtual_queue_avg is not None and f.virtual_carriers_max is not None:
+        parts.append(f"virtual threads: {_carriers_text(f)}, {f.virtual_queue_avg:.1f} waiting for one")
     if f.dropped_share is not None:
         parts.append(_dropped_text(f))
     if f.network_link_fraction is not None:
@@ -391,6 +470,15 @@ def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, 
         return verdict("app", f"app's request threads ({app.request_threads_busy_avg or 0:.0f} of "
                               f"{app.request_threads_max or 0:g} busy on average; {app.request_queue_avg or 0:.1f} "
                               "requests waiting for one)")
+    # A reactive app's loops, or the carriers of its virtual threads: a limit the CPU does not show
+    # (a loop blocked by a call, carriers pinned in the JDK), named after the CPU has had its say.
+    if loops_backlogged(app, t):
+        return verdict("app", f"app's event loops ({app.event_loops or 0:g} loops; {app.event_loop_pending_avg or 0:.1f} "
+                              f"tasks pending on average, {app.event_loop_pending_max or 0:g} at most)")
+    if carriers_exhausted(app, t):
+        return verdict("app", f"app's virtual-thread carriers ({_carriers_text(app)}; "
+                              f"{app.virtual_queue_avg or 0:.1f} virtual threads waiting for one, about "
+                              f"{app.virtual_wait_ms or 0:.0f} ms a request)")
     if network:
         return verdict(f"network:{network[0].tier}",
                        f"network of the {network[0].tier} tier ({network[0].network_link_fraction:.0%} of its link speed)")

@@ -4,12 +4,13 @@ From what playbooks/bench.yml gathered (bench-inputs.json, db-sessions.json), th
 output and what Prometheus saw over the measured window, it writes the run's files in order:
 context.json, observations.json, utilization.json, result.json (the tool's output parsed, as
 `perflab parse-<tool> --context` prints it), timeseries.json (vegeta: the run second by second,
-perflab.timeseries, from the results just parsed and the warm-up's), audit.json (the verdict),
+perflab.timeseries, from the results just parsed and the warm-up's; wrk2: step by step from the app's
+histogram in Prometheus), audit.json (the verdict),
 attribution.json (the limiting tier) and status.json `complete`, then prints the result, the
 verdict, the attribution and each tier's CPU seconds. A file it cannot read or parse stops it
 with one line (exit 4) before status.json changes: the run stays marked incomplete, with
 everything written so far kept. `perflab collect --timeseries RUN_DIR` writes timeseries.json
-alone, for a run collected before perflab wrote it.
+alone, for a run collected before perflab wrote it (a wrk2 run's while Prometheus still holds its window).
 
 The parsing and judging helpers here are the ones `perflab parse-*` and `perflab judge` use.
 """
@@ -156,12 +157,45 @@ def write_timeseries(run_dir: Path, files: Sequence[Path], rates: Sequence[float
             + (f", {warm.seconds} s of warm-up" if warm is not None else ", no warm-up"))
 
 
-def timeseries_of(run_dir: Path) -> str:
+def histogram_series(inputs: BenchInputs, prometheus_url: str) -> timeseries.TimeSeries:
+    """A run whose generator keeps no request (wrk2), step by step from the app's histogram in
+    Prometheus over the measured phase and the warm-up before it, at the scrape interval
+    (perflab.timeseries). PrometheusError when it cannot answer; timeseries.NoHistogram when the app
+    counted nothing on the scenario's routes (an app without the histogram: the report says so)."""
+    window = observe.Window(_unix(inputs.measure_started_at), _unix(inputs.measure_ended_at),
+                            quiet_s=inputs.quiet_s, scrape_interval_s=inputs.scrape_interval_s)
+    phases = [timeseries.PhaseWindow("measure", window.start, window.seconds, inputs.run.scenario.rate)]
+    if inputs.warmup_started_at is not None and inputs.run.warmup_s > 0:
+        warmup_start = _unix(inputs.warmup_started_at)
+        warmup_s = window.start - window.quiet_s - warmup_start  # it ran until the quiet time before the window
+        if warmup_s > 0:
+            phases.insert(0, timeseries.PhaseWindow("warmup", warmup_start, warmup_s, inputs.run.scenario.rate))
+    return timeseries.from_app_histogram(Prometheus(prometheus_url), inputs.deployment.app,
+                                         inputs.run.scenario.endpoints, phases, window.scrape_interval_s)
+
+
+def write_histogram_timeseries(run_dir: Path, series: timeseries.TimeSeries) -> str:
+    """timeseries.json from the app's histogram, written; says what it holds."""
+    rundir.write_timeseries(run_dir, series)
+    measured = series.phase("measure")
+    assert measured is not None
+    warm = series.phase("warmup")
+    return (f"{rundir.TIMESERIES}: {measured.seconds} steps of {series.step_s:g} s of the measured phase from the "
+            f"app's histogram" + (f", {warm.seconds} of warm-up" if warm is not None else ", no warm-up"))
+
+
+def timeseries_of(run_dir: Path, prometheus_url: str = DEFAULT_URL) -> str:
     """`perflab collect --timeseries`: timeseries.json of a run already collected, from the files
-    bench-inputs.json names, else from result.json's (one loadgen host); says what it wrote."""
+    bench-inputs.json names, else from result.json's (one loadgen host); a wrk2 run's from the app's
+    histogram in Prometheus, over the window bench-inputs.json gives. Says what it wrote."""
     try:
         if (run_dir / rundir.BENCH_INPUTS).exists():
             inputs = rundir.read_bench_inputs(run_dir)
+            if inputs.run.tool == "wrk2":
+                try:
+                    return write_histogram_timeseries(run_dir, histogram_series(inputs, prometheus_url))
+                except (PrometheusError, timeseries.NoHistogram) as exc:
+                    raise InputError(f"{run_dir}: a wrk2 run, its series from the app's histogram: {exc}") from None
             tool, names = inputs.run.tool, list(inputs.measured_files)
             duration_s, warmup_s = inputs.run.duration_s, inputs.run.warmup_s
             rates = host_rates(inputs)
@@ -173,7 +207,8 @@ def timeseries_of(run_dir: Path) -> str:
     except RunFileError as exc:
         raise InputError(str(exc)) from None
     if tool != "vegeta":
-        raise InputError(f"{run_dir}: a {tool} run: only vegeta keeps every request (wrk2 keeps a histogram)")
+        raise InputError(f"{run_dir}: a {tool} run without {rundir.BENCH_INPUTS}: its series come from the app's "
+                         "histogram in Prometheus, over the window that file gives (wrk2 keeps no request)")
     return write_timeseries(run_dir, [run_dir / name for name in names], rates, duration_s, warmup_s)
 
 
@@ -382,7 +417,8 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
         db_sessions=sessions,
     )
     tier_cpus = {tier: (sample.host, sample.cpus) for tier, sample in inputs.cpu_start.items()}
-    observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled)
+    observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled,
+                                   inputs.run.scenario.endpoints)
     if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
         observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
     allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
@@ -431,8 +467,12 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         result = vegeta_result(files, rates, run.duration_s, run.scenario.rate, attacks, hosts=hosts)
     result = result.with_context(run_context)
     rundir.write_result(run_dir, result)
-    timeseries_note = ""
-    if run.tool != "wrk2":
+    if run.tool == "wrk2":
+        try:
+            timeseries_note = write_histogram_timeseries(run_dir, histogram_series(inputs, prometheus_url))
+        except (PrometheusError, timeseries.NoHistogram) as exc:
+            timeseries_note = f"{rundir.TIMESERIES} not written: {exc}"
+    else:
         timeseries_note = write_timeseries(run_dir, files, host_rates(inputs), run.duration_s, run.warmup_s, attacks)
 
     verdict = audit.audit(result, observations)
@@ -450,7 +490,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         audit_text(verdict),
         attribution_text(found),
         utilization_note,
-        *([timeseries_note] if timeseries_note else []),
+        timeseries_note,
         f"CPU seconds in the measured phase by tier: {json.dumps({t: round(s, 3) for t, s in seconds.items()})}; "
         f"loadgen per 1000 requests: {loadgen_per_1000:.3f}",
     ])
@@ -465,7 +505,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sub = commands.add_parser(
         "collect", help="a bench run's files from what it gathered: context, observations, result, verdict, attribution",
         description="Write a bench run's context.json, observations.json, utilization.json, result.json, "
-                    "timeseries.json (vegeta), audit.json, attribution.json and status.json (complete) from its "
+                    "timeseries.json, audit.json, attribution.json and status.json (complete) from its "
                     "bench-inputs.json, the tool's raw output and Prometheus; print the result, the verdict and the "
                     "attribution. With --timeseries, write timeseries.json alone, for a run collected before "
                     "perflab wrote it.",
@@ -475,13 +515,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sub.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="results/<run id>/ with bench-inputs.json")
     sub.add_argument("--prometheus", default=DEFAULT_URL, metavar="URL", help="the lab's Prometheus (lab_prometheus_url)")
     sub.add_argument("--timeseries", action="store_true",
-                     help="write timeseries.json alone, from the raw results of a run already collected (vegeta)")
+                     help="write timeseries.json alone for a run already collected: vegeta's from its raw results, "
+                          "wrk2's from the app's histogram in Prometheus (--prometheus)")
     sub.set_defaults(command=_collect)
 
 
 def _collect(args: argparse.Namespace) -> int:
     try:
-        print(timeseries_of(args.run_dir) if args.timeseries else collect(args.run_dir, args.prometheus))
+        print(timeseries_of(args.run_dir, args.prometheus) if args.timeseries else collect(args.run_dir, args.prometheus))
     except InputError as exc:
         print(f"perflab collect: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

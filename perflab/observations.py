@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from perflab.model import SCHEMA_VERSION, dumps, loads
 
-__all__ = ["RETIRED_SATURATION_FIELD", "DbSessions", "Observations", "Placement", "Saturation", "StatementsPerRequest",
-           "TierCpu"]
+__all__ = ["RETIRED_SATURATION_FIELD", "DbSessions", "Observations", "Placement", "Saturation", "ServerLatency",
+           "ServerQuantile", "StatementsPerRequest", "TierCpu"]
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,61 @@ class Saturation:
     app_pool_waiting_max: float | None = None
     app_pool_in_use_max: float | None = None  # DB connections lent out, at most
     app_threads_blocked_max: float | None = None  # JVM threads BLOCKED on a monitor, at most
-    # The app's bounded pool of request threads (perflab_request_threads_*: Tomcat's workers), time
-    # averages and the pool's size; None where the app has none (event loops, virtual threads).
+    # The app's bounded pool of request threads (perflab_request_threads_*: Tomcat's workers, Quarkus'
+    # worker pool), time averages and the pool's size; None where the app has none (event loops,
+    # virtual threads).
     app_request_threads_busy_avg: float | None = None  # threads handling a request
     app_request_threads_max: float | None = None  # the pool's maximum size
     app_request_queue_avg: float | None = None  # requests waiting for a request thread
+    app_request_queue_max: float | None = None  # the most waiting at one scrape
+    # The app's event loops (perflab_event_loop_*: Vert.x in Quarkus, Reactor Netty in WebFlux): tasks
+    # queued on them, summed over the loops (time average and most at one scrape), and how many loops.
+    app_event_loop_pending_avg: float | None = None
+    app_event_loop_pending_max: float | None = None
+    app_event_loops: float | None = None
+    # The JDK's carriers of virtual threads (perflab_virtual_thread_*: MVC on virtual threads, JDK 24+):
+    # those running a virtual thread (time average), the scheduler's parallelism, the most started at
+    # one scrape (above the parallelism while it compensates for a blocked carrier), and the virtual
+    # threads ready to run and waiting for a carrier (time average and most at one scrape).
+    app_virtual_carriers_busy_avg: float | None = None
+    app_virtual_carriers_max: float | None = None
+    app_virtual_carriers_started_max: float | None = None
+    app_virtual_queue_avg: float | None = None
+    app_virtual_queue_max: float | None = None
     db_threads_running_avg: float | None = None  # MariaDB/MySQL threads running a statement
     db_disk_await_ms: float | None = None  # average time an I/O of the DB's busiest disk took
     network_link_fraction: dict[str, float] | None = None  # tier -> busiest direction / link speed
+
+
+@dataclass(frozen=True)
+class ServerQuantile:
+    """One quantile of the app's own latency histogram, as Prometheus' histogram_quantile estimates it:
+    linearly interpolated inside the bucket the quantile falls in, so the estimate is known only to
+    within that bucket, whose bounds are its resolution."""
+
+    value_ms: float
+    bucket_low_ms: float  # the bucket's lower bound: the previous bucket's upper one (0 below the first)
+    # Its upper bound (le); None: the +Inf bucket, beyond the last finite bound (value_ms is then that bound).
+    bucket_high_ms: float | None
+
+    def __post_init__(self) -> None:
+        high = self.bucket_high_ms
+        if not (0 <= self.bucket_low_ms <= self.value_ms and (high is None or self.value_ms <= high)):
+            raise ValueError(f"a server quantile lies within its bucket, not {self}")
+
+
+@dataclass(frozen=True)
+class ServerLatency:
+    """The app's own response time over the measured window (its http_server_requests_seconds
+    histogram, apps/contract/README.md "Metrics"), on the scenario's routes alone: from the moment
+    the framework took a request up to its answer, without the network, the load generator or a
+    queue in front of the app's request threads."""
+
+    routes: tuple[str, ...]  # the scenario's endpoints, e.g. "GET /zipcodes/{zip}"
+    requests: float  # answers the histogram counted in the window
+    p50: ServerQuantile
+    p99: ServerQuantile
+    p999: ServerQuantile | None = None  # None: too few requests beyond it to mean anything
 
 
 @dataclass(frozen=True)
@@ -122,6 +169,9 @@ class Observations:
     # scrape interval each; 0.0 = up at every scrape), and the first such sample, unix seconds.
     db_down_s: float | None = None
     db_down_from: float | None = None
+    # The app's server-side latency on the scenario's routes; None = not observed (also in observations
+    # written before perflab read it, and for an app that exports no histogram: `unobserved` says why).
+    server_latency: ServerLatency | None = None
     # Field name -> why it is None; "saturation.<field>" for a figure of the saturation left None.
     unobserved: dict[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION

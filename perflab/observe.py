@@ -25,9 +25,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 
-from perflab import tiers
+from perflab import histogram, tiers
 from perflab.audit import THRESHOLDS
-from perflab.observations import Observations, Saturation, StatementsPerRequest
+from perflab.observations import Observations, Saturation, ServerLatency, StatementsPerRequest
 from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -56,8 +56,14 @@ STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 # lab_scrape_interval_s in playbooks/group_vars/all/lab.yml).
 DEFAULT_SCRAPE_INTERVAL_S = 5.0
 
-# The figures only the app's own metrics give (its requests by route, its JIT time).
-APP_METRIC_FIGURES = ("write_share_by_third", "statements_per_request", "expected_statements_per_request", "jit_compile_s")
+# The figures only the app's own metrics give (its requests by route, its JIT time, its latency histogram).
+APP_METRIC_FIGURES = ("write_share_by_third", "statements_per_request", "expected_statements_per_request", "jit_compile_s",
+                      "server_latency")
+
+# The app's p99.9 is read only where at least this many of the window's requests lie beyond it (10,000
+# requests or more): below that it is the slowest few requests, one of them enough to move it, and no
+# figure to set beside the generator's. p50 and p99 are always read, as the generator's are.
+TAIL_REQUESTS = 10
 
 # Micrometer's JvmCompilationMetrics (Spring Boot binds it; Quarkus does not).
 JIT_METRIC = "jvm_compilation_time_ms_total"
@@ -111,6 +117,32 @@ class Window:
     def range(self) -> str:
         """The window as a PromQL range, evaluated at its end."""
         return f"{max(1, round(self.seconds))}s"
+
+
+# The app's request-handling capacity, one naming scheme (apps/contract/README.md "Metrics"): each
+# scheme's gauges as the saturation reads them over the window (field -> avg or max over the window's
+# scrapes, the gauge summed over the app's pools), and what an app without them lacks. Not a gap in what
+# was seen: an app exports the schemes it has (event loops and virtual threads have no bounded pool).
+REQUEST_HANDLING: tuple[tuple[dict[str, tuple[str, str]], str], ...] = (
+    ({"app_request_threads_busy_avg": ("avg", "perflab_request_threads_busy"),
+      "app_request_threads_max": ("max", "perflab_request_threads_max"),
+      "app_request_queue_avg": ("avg", "perflab_request_queue"),
+      "app_request_queue_max": ("max", "perflab_request_queue")},
+     "perflab_request_threads_busy/max or perflab_request_queue in the window: it serves requests on no bounded "
+     "thread pool (event loops or virtual threads)"),
+    ({"app_event_loop_pending_avg": ("avg", "perflab_event_loop_pending_tasks"),
+      "app_event_loop_pending_max": ("max", "perflab_event_loop_pending_tasks"),
+      "app_event_loops": ("max", "perflab_event_loops")},
+     "perflab_event_loop_pending_tasks or perflab_event_loops in the window: it reports no event loop (Quarkus and "
+     "Spring WebFlux do)"),
+    ({"app_virtual_carriers_busy_avg": ("avg", "perflab_virtual_thread_carriers_busy"),
+      "app_virtual_carriers_max": ("max", "perflab_virtual_thread_carriers_max"),
+      "app_virtual_carriers_started_max": ("max", "perflab_virtual_thread_carriers"),
+      "app_virtual_queue_avg": ("avg", "perflab_virtual_thread_queue"),
+      "app_virtual_queue_max": ("max", "perflab_virtual_thread_queue")},
+     "perflab_virtual_thread_carriers_busy/max, perflab_virtual_thread_carriers or perflab_virtual_thread_queue in "
+     "the window: it reports no virtual threads (Spring MVC on virtual threads does, on JDK 24 and later)"),
+)
 
 
 def route_key(labels: Mapping[str, str]) -> tuple[str, str, str]:
@@ -346,9 +378,8 @@ class Observer:
             app_pool_in_use_max=self._over_window("max", f"sum(perflab_db_pool_in_use{app})"),
             app_threads_blocked_max=self._over_window(
                 "max", f'sum(jvm_threads_states_threads{{job="app",application="{self.app}",state="blocked"}})'),
-            app_request_threads_busy_avg=self._over_window("avg", f"sum(perflab_request_threads_busy{app})"),
-            app_request_threads_max=self._over_window("max", f"sum(perflab_request_threads_max{app})"),
-            app_request_queue_avg=self._over_window("avg", f"sum(perflab_request_queue{app})"),
+            **{name: self._over_window(how, f"sum({gauge}{app})")
+               for gauges, _ in REQUEST_HANDLING for name, (how, gauge) in gauges.items()},
             db_threads_running_avg=self._over_window("avg", 'sum(mysql_global_status_threads_running{job="mysqld"})'),
             db_disk_await_ms=await_ms,
             network_link_fraction={s.labels["tier"]: s.value for s in link
@@ -362,11 +393,7 @@ class Observer:
             "app_pool_in_use_max": app_unobserved or f"{exported} perflab_db_pool_in_use in the window",
             "app_threads_blocked_max": app_unobserved or f'{exported} jvm_threads_states_threads{{state="blocked"}} '
                                                          "in the window",
-            # Not a gap in what was seen: event loops and virtual threads have no bounded pool to fill.
-            **{name: app_unobserved or f"{exported} perflab_request_threads_busy/max or perflab_request_queue in the "
-                                       "window: it serves requests on no bounded thread pool (event loops or virtual "
-                                       "threads)"
-               for name in ("app_request_threads_busy_avg", "app_request_threads_max", "app_request_queue_avg")},
+            **{name: app_unobserved or f"{exported} {absent}" for gauges, absent in REQUEST_HANDLING for name in gauges},
             "db_threads_running_avg": "mysqld_exporter reported no mysql_global_status_threads_running in the window",
             "db_disk_await_ms": self.found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
             "network_link_fraction": "node_exporter reported no eth0 traffic against a link speed for any tier",
@@ -374,6 +401,40 @@ class Observer:
         for name, reason in why.items():
             if getattr(saturation, name) is None:
                 self.found.unobserved[f"saturation.{name}"] = reason
+
+    def server_latency(self, endpoints: tuple[str, ...]) -> None:
+        """The app's own p50, p99 (and p99.9 where TAIL_REQUESTS allow) over the window, on the scenario's
+        routes, from its latency histogram read at the window's start and at rest after it (as the
+        requests by route: exactly the measured requests), with each quantile's bucket."""
+        if not endpoints:
+            self.found.unobserved["server_latency"] = "the scenario names no endpoint: which routes are its own is unknown"
+            return
+        w = self.window
+        expr = tiers.app_latency_buckets(self.app, [tiers.route(e) for e in endpoints])
+
+        def buckets(at: float) -> histogram.Cumulative:
+            return histogram.cumulative((s.labels.get("le", ""), s.value) for s in self.prom.query(expr, at))
+
+        after = buckets(w.end + w.quiet_s)
+        routes = ", ".join(endpoints)
+        if not after:
+            self.found.unobserved["server_latency"] = (
+                f"the app {self.app} exported no {tiers.APP_LATENCY}_bucket on {routes} in the window")
+            return
+        counted = histogram.between(buckets(w.start), after)
+        requests = histogram.total(counted)
+        p50, p99 = histogram.quantile(0.5, counted), histogram.quantile(0.99, counted)
+        if p50 is None or p99 is None:
+            self.found.unobserved["server_latency"] = (
+                f"the app {self.app}'s {tiers.APP_LATENCY} histogram counted no request on {routes} in the window")
+            return
+        p999 = histogram.quantile(0.999, counted) if requests * (1 - 0.999) >= TAIL_REQUESTS else None
+        if p999 is None:
+            self.found.unobserved["server_latency.p999"] = (
+                f"{requests:.0f} requests in the window: the app's p99.9 is read from {TAIL_REQUESTS / (1 - 0.999):,.0f} "
+                f"on, so that {TAIL_REQUESTS} lie beyond it")
+        self.found = replace(self.found, server_latency=ServerLatency(
+            routes=tuple(endpoints), requests=requests, p50=p50, p99=p99, p999=p999))
 
     def app_jvm(self) -> None:
         """When the app's JVM that ran last in the window started: the latest start time process-exporter
@@ -411,9 +472,11 @@ class Observer:
 
 
 def observe(prometheus: Prometheus, window: Window, app: str,
-            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], found: Observations | None = None) -> Observations:
+            tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], found: Observations | None = None,
+            endpoints: tuple[str, ...] = ()) -> Observations:
     """FOUND (the run's observations from elsewhere: the bench's CPU samples, the DB's sessions)
-    with every figure of the window Prometheus gives. A query Prometheus fails leaves its figures
+    with every figure of the window Prometheus gives; ENDPOINTS, the scenario's ("GET /zipcodes/{zip}"),
+    are the routes whose server-side latency is read. A query Prometheus fails leaves its figures
     unobserved with the reason; once it cannot be reached, every figure not read yet is unobserved
     with that reason."""
     observer = Observer(prometheus, window, app, found)
@@ -454,6 +517,8 @@ def observe(prometheus: Prometheus, window: Window, app: str,
     read(("saturation",), lambda: observer.saturation(await_ms[0], app_unobserved))
     read(("app_jvm_started_at",), observer.app_jvm)
     read(("db_down_s", "db_down_from"), observer.db_up)
+    if scraped == [True]:
+        read(("server_latency",), lambda: observer.server_latency(endpoints))
     return observer.found
 
 

@@ -5,8 +5,8 @@ utilization.json, timeseries.json, the raw tool output) and every sweep director
 directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/report.html:
 - side by side, per (scenario, asked rate, tool, resource profile): the app variants' corrected
   latency spectra on one chart with their verdicts, and a table of the same runs (achieved rate,
-  p50/p99/p99.9, errors, the app's CPU-seconds per 1,000 requests, max RSS, start to first
-  request) with each figure's ratio to the best, computed between the runs judged VALID or WARN,
+  p50/p99/p99.9, the app's own p99 beside the generator's with its histogram bucket, errors, the
+  app's CPU-seconds per 1,000 requests, max RSS, start to first request) with each figure's ratio to the best, computed between the runs judged VALID or WARN,
   and the set's last 5 judged runs, newest first, with verdict and p99 (perflab.history's rows);
 - the cost table per scenario and profile (the shape of the field report on IO threads against
   worker threads): start to first request, and from sweeps only, max throughput, the max RSS of
@@ -14,12 +14,15 @@ directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/rep
 - per scenario, throughput against p99 latency from sweeps;
 - per run, its latency spectrum (corrected; uncorrected dashed where the tool recorded it: wrk2
   -U, vegeta), each tier's CPU and memory over the measured phase, the verdict with every rule
-  and the limiting tier (attribution.json);
+  and the limiting tier (attribution.json), and the app's own p50/p99 (observations.json) beside the
+  generator's;
 - per run, the run over time on one axis (seconds from the measured phase's start, the warm-up
   before it shaded): per second, the answers that succeeded and failed and their corrected p50
   and p99 (timeseries.json, which `perflab collect` computes once from vegeta's raw results:
   perflab.timeseries), and the app's and the DB's busy cores every 5 s (utilization.json). wrk2
-  keeps no per-request record: its runs get the CPU alone, and a line that says so.
+  keeps no per-request record: its runs get the same from the app's own histogram, every scrape
+  interval, server-side (timeseries.json's source "app-histogram"), or the CPU alone with a line
+  that says why.
 An app is named by its variant everywhere (perflab.model.app_variant: MVC's threads, Quarkus'
 dispatch, the profile). Only judged runs (readable, with a verdict) are drawn; only runs judged
 VALID or WARN are compared: an INVALID run did not measure what it claims. A run without a
@@ -55,6 +58,7 @@ from typing import TYPE_CHECKING, Literal
 from perflab import repetitions, reproduce, rundir, timeseries, vegeta, wrk2
 from perflab.audit import Status, Verdict
 from perflab.model import LatencyDistribution, ParseError, RunResult, app_variant
+from perflab.observations import ServerLatency, ServerQuantile
 from perflab.observe import Utilization
 from perflab.rundir import RunFileError, Sweep
 from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
@@ -70,6 +74,7 @@ REPORT_NAME = "report.html"
 COMPARABLE = ("VALID", "WARN")  # verdicts whose figures may be compared
 TIER_COLORS = {"loadgen": PALETTE[1], "app": PALETTE[0], "db": PALETTE[2], "monitoring": PALETTE[3]}
 MIB = 1024.0 * 1024.0
+SERVER_LATENCY_NOT_RECORDED = "not recorded (observations written before perflab read the app's histogram)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,6 +91,8 @@ class Run:
     attribution: tuple[str, tuple[str, ...]] | None = None  # attribution.json: sentence, evidence lines
     limiting_tier: str | None = None  # attribution.json's; None also when it names none
     app_max_rss_bytes: float | None = None
+    server_latency: ServerLatency | None = None  # observations.json's: the app's own latency on the scenario's routes
+    server_latency_missing: str = SERVER_LATENCY_NOT_RECORDED  # why there is none
     utilization: Utilization | None = None
     utilization_missing: str | None = None  # why there is no utilization to draw
     timeseries: timeseries.TimeSeries | None = None  # timeseries.json: the generator's figures per second
@@ -228,7 +235,10 @@ def _load_run(path: Path) -> Run:
 
     if rundir.OBSERVATIONS in names:
         try:
-            run.app_max_rss_bytes = rundir.read_observations(path).app_max_rss_bytes
+            observations = rundir.read_observations(path)
+            run.app_max_rss_bytes = observations.app_max_rss_bytes
+            run.server_latency = observations.server_latency
+            run.server_latency_missing = observations.unobserved.get("server_latency", SERVER_LATENCY_NOT_RECORDED)
         except RunFileError as exc:
             run.problems.append(f"{_shorten(exc.short, 200)}; its figures are not used")
 
@@ -442,17 +452,31 @@ def _start_ms(run: Run) -> float | None:
     return app.start_to_first_request_ms if app is not None else None
 
 
+def _server_p99(run: Run) -> float | None:
+    return run.server_latency.p99.value_ms if run.server_latency is not None else None
+
+
+def bucket_text(quantile: ServerQuantile) -> str:
+    """The histogram bucket an app's quantile fell in: the estimate's resolution."""
+    high = f"{_fmt(quantile.bucket_high_ms)} ms" if quantile.bucket_high_ms is not None else "∞"
+    return f"bucket {_fmt(quantile.bucket_low_ms)}–{high}"
+
+
 @dataclass(frozen=True)
 class Column:
     header: str
     figure: Callable[[Run], float | None]
     better: Literal["lower", "higher"] | None  # None: no ratio to the best (errors: a judged run has none)
+    note: Callable[[Run], str] | None = None  # a line under the figure of a run tabled alone
 
 
 SET_COLUMNS = (
     Column("achieved req/s", lambda r: r.result.achieved_rate if r.result is not None else None, "higher"),
     Column("p50 ms", lambda r: _percentile(r, "50"), "lower"),
     Column("p99 ms", lambda r: _percentile(r, "99"), "lower"),
+    # The app's own p99 (its histogram), beside the generator's: an estimate within its bucket, not ranked.
+    Column("server p99 ms", _server_p99, None,
+           lambda r: bucket_text(r.server_latency.p99) if r.server_latency is not None else ""),
     Column("p99.9 ms", lambda r: _percentile(r, "99.9"), "lower"),
     Column("errors", lambda r: float(r.result.errors.total()) if r.result is not None else None, None),
     Column("app CPU-s per 1,000 requests",
@@ -477,6 +501,7 @@ class SetRow:
     spreads: tuple[repetitions.Spread | None, ...] = ()
     alike: tuple[bool, ...] = ()
     runs: int = 1
+    notes: tuple[str, ...] = ()  # per column, a line under its figure (where the row is one run)
 
 
 def entry_spread(entry: Entry, column: Column) -> repetitions.Spread | None:
@@ -490,9 +515,10 @@ def set_rows(comparable_set: ComparableSet) -> tuple[SetRow, ...]:
     rows = []
     for e in entries:
         spreads = tuple(entry_spread(e, c) for c in SET_COLUMNS)
+        notes = tuple(c.note(e.run) if c.note is not None and len(e.measured) == 1 else "" for c in SET_COLUMNS)
         rows.append(SetRow(e.variant, e.run.run_id, e.run.state, tuple(s.median if s else None for s in spreads),
                            tuple(r.get(e.variant) for r in ratios), spreads,
-                           tuple(a.get(e.variant, False) for a in alike), len(e.measured)))
+                           tuple(a.get(e.variant, False) for a in alike), len(e.measured), notes))
     return tuple(rows)
 
 
@@ -566,7 +592,9 @@ def _set_section(comparable_set: ComparableSet, colors: dict[str, str], recent: 
         label = (f"{entry.variant}: {entry.run.state} ({entry.run.run_id[:16]}); p99 "
                  f"{_fmt(latency.percentiles_ms.get('99'))} ms, max {_fmt(latency.max_ms)} ms")
         series.append(Series(label, _spectrum_points(latency), colors.get(entry.variant, PALETTE[6])))
-    notes = ["Corrected latency: measured from each request's intended send time. Ratios compare only the "
+    notes = ["Corrected latency: measured from each request's intended send time; server p99: the app's own, from "
+             "its histogram on the scenario's routes (without the network, the generator or a queue in front of its "
+             "request threads), known to within the bucket shown. Ratios compare only the "
              "runs judged VALID or WARN."]
     earlier = [run_id for e in comparable_set.entries for run_id in e.not_drawn]
     if earlier:
@@ -605,10 +633,12 @@ def _set_table(comparable_set: ComparableSet) -> str:
     rows = []
     for row in set_rows(comparable_set):
         cells = []
-        for value, ratio, found, alike in zip(row.figures, row.ratios, row.spreads, row.alike):
+        for value, ratio, found, alike, note in zip(row.figures, row.ratios, row.spreads, row.alike, row.notes):
             spread = (f'<span class="range">{_esc(_fmt(found.low))}–{_esc(_fmt(found.high))}</span>'
                       if found is not None and found.runs > 1 else "")
-            cells.append(f'<td>{_esc(_fmt(value))}{spread}<span class="ratio">{_esc(_ratio_text(ratio, alike))}</span></td>')
+            noted = f'<span class="source">{_esc(note)}</span>' if note else ""
+            cells.append(f'<td>{_esc(_fmt(value))}{spread}<span class="ratio">{_esc(_ratio_text(ratio, alike))}</span>'
+                         f"{noted}</td>")
         compared = "" if row.state in COMPARABLE else '<span class="ratio">not compared</span>'
         repeated = f'<span class="ratio">median of {row.runs} runs</span>' if row.runs > 1 else ""
         rows.append(f'<tr><th>{_esc(row.variant)}{repeated}</th><td><a href="#run-{_esc(row.run_id)}">{_esc(row.run_id)}</a>'
@@ -737,22 +767,28 @@ def _utilization_charts(run: Run) -> str:
 # The run over time: the generator's per-second figures and the tiers' CPU on one axis
 CLOCK_TOLERANCE_S = 10.0  # utilization.json's window start against vegeta's t0: whole seconds, clock skew, Ansible's lag
 OVER_TIME_COLORS = {"ok": PALETTE[6], "errors": PALETTE[1], "p50": PALETTE[5], "p99": PALETTE[3]}
-WRK2_OVER_TIME = ("wrk2 keeps only a histogram, no per-request records: per-second throughput and latency need the "
-                  "apps' server-side histograms (issue 12, item 3).")
+WRK2_OVER_TIME = ("wrk2 keeps only a histogram, no per-request records: its throughput and latency over time come from "
+                  "the app's own histogram in Prometheus, and this run has no timeseries.json from it (the app exported "
+                  "none, Prometheus did not answer at collect, or the run was collected before: perflab collect "
+                  "--timeseries RUN_DIR reads it while Prometheus holds the window).")
 CPU_NOTE = ("CPU: busy cores from utilization.json (Prometheus, each sample a rate over the scrapes before it), "
             "over the measured phase only.")
 _GAP = (math.nan, math.nan)
 
 
-def _per_second(series: timeseries.TimeSeries, values: Callable[[timeseries.Phase], Sequence[float | None]],
-                scale: float = 1.0) -> tuple[tuple[float, float], ...]:
-    """One figure of every second of every phase at the middle of its second; a gap between phases
-    and where a second has no value."""
+def _per_step(series: timeseries.TimeSeries, values: Callable[[timeseries.Phase], Sequence[float | None]],
+              per_second: bool = False) -> tuple[tuple[float, float], ...]:
+    """One figure of every step (a second, or a scrape interval) of every phase at the middle of its
+    step (PER_SECOND: a count over the step, as a count a second); a gap between phases and where a
+    step has no value."""
+    step = series.step_s
     points: list[tuple[float, float]] = []
+    scale = 1.0 / step if per_second else 1.0
     for phase in sorted(series.phases, key=lambda p: p.start_s):
         if points:
             points.append(_GAP)
-        points += [(phase.start_s + k + 0.5, math.nan if v is None else v * scale) for k, v in enumerate(values(phase))]
+        points += [(phase.start_s + (k + 0.5) * step, math.nan if v is None else v * scale)
+                   for k, v in enumerate(values(phase))]
     return tuple(points)
 
 
@@ -784,28 +820,34 @@ def _over_time(run: Run) -> str:
     notes: list[str] = []
     if series is not None:
         origin = series.origin_unix_s
-        ok = _per_second(series, lambda p: p.ok)
-        errors = _per_second(series, lambda p: p.errors)
+        from_app = series.source == timeseries.APP_HISTOGRAM_SOURCE
+        whose = "the app histogram's" if from_app else "vegeta's"
+        ok = _per_step(series, lambda p: p.ok, per_second=True)
+        errors = _per_step(series, lambda p: p.errors, per_second=True)
         total_errors = sum(sum(p.errors) + p.after_window_errors for p in series.phases)
+        succeeded = (f"succeeded per second, every {series.step_s:g} s (the app's count)" if from_app
+                     else "succeeded per second (achieved throughput)")
         panels.append(Panel(
             "throughput", Axis("answers / s", "linear", minimum=0.0),
-            (Series("succeeded per second (achieved throughput)", ok, OVER_TIME_COLORS["ok"]),
+            (Series(succeeded, ok, OVER_TIME_COLORS["ok"]),
              Series(f"failed per second ({total_errors} in all)", errors, OVER_TIME_COLORS["errors"])),
             horizontal_lines=((result.target_rate, f"asked {_fmt(result.target_rate)}/s"),)))
+        latency = ("of the step's answers, server-side (the app's histogram)" if from_app
+                   else "of the second's answers (corrected)")
         panels.append(Panel(
             "latency", Axis("latency (ms, log scale)", "log"),
-            (Series("p50 of the second's answers (corrected)", _per_second(series, lambda p: p.p50_ms),
-                    OVER_TIME_COLORS["p50"]),
-             Series("p99 of the second's answers (corrected)", _per_second(series, lambda p: p.p99_ms),
-                    OVER_TIME_COLORS["p99"]))))
-        notes.append("Per second of the answers' end, from vegeta's raw results; latency corrected: measured from "
-                     "each request's scheduled send.")
+            (Series(f"p50 {latency}", _per_step(series, lambda p: p.p50_ms), OVER_TIME_COLORS["p50"]),
+             Series(f"p99 {latency}", _per_step(series, lambda p: p.p99_ms), OVER_TIME_COLORS["p99"]))))
+        if not from_app:  # the app's series say where they come from in the file's own note
+            notes.append("Per second of the answers' end, from vegeta's raw results; latency corrected: measured from "
+                         "each request's scheduled send.")
         warmup = series.phase("warmup")
         if warmup is not None:
             bands.append(Band(warmup.start_s, warmup.start_s + warmup.duration_s, "warm-up (not measured)"))
         elif result.scenario is not None and result.scenario.warmup_s > 0:
-            notes.append(f"The {result.scenario.warmup_s:g} s warm-up is not shown: its raw results are not in the "
-                         "run directory.")
+            missing = ("the app's histogram was not read over it" if from_app
+                       else "its raw results are not in the run directory")
+            notes.append(f"The {result.scenario.warmup_s:g} s warm-up is not shown: {missing}.")
         late = [(p, p.after_window_ok + p.after_window_errors) for p in series.phases]
         notes += [f"{count} answer(s) of the {'warm-up' if p.phase == 'warmup' else 'measured phase'} ended after its "
                   f"{p.duration_s:g} s window (up to {p.after_window_s:g} s after): not in its seconds."
@@ -813,7 +855,7 @@ def _over_time(run: Run) -> str:
         notes += list(series.notes)
         if utilization is not None and abs(utilization.start - origin) > CLOCK_TOLERANCE_S:
             notes.append(f"CPU not drawn here: utilization.json's window starts {utilization.start - origin:+,.0f} s "
-                         "from vegeta's measured phase (other clocks, or files of another run).")
+                         f"from {whose} measured phase (other clocks, or files of another run).")
         else:
             cpu = _cpu_panel(run, origin)
             if cpu is not None:
@@ -865,6 +907,21 @@ def _run_rows(runs: Sequence[Run]) -> str:
 _STATUS_ORDER = (Status.INVALID, Status.WARN, Status.VALID, Status.NOT_EVALUATED)
 
 
+def server_latency_text(run: Run) -> str:
+    """The app's own p50/p99 (p99.9) with their buckets, beside the generator's; or why they are not known."""
+    server = run.server_latency
+    if server is None:
+        missing = run.server_latency_missing
+        return f"Server-side latency {missing}." if missing == SERVER_LATENCY_NOT_RECORDED else \
+            f"Server-side latency not observed: {missing}."
+    quantiles = [("p50", server.p50), ("p99", server.p99), *([("p99.9", server.p999)] if server.p999 else [])]
+    own = ", ".join(f"{name} {_fmt(q.value_ms)} ms ({bucket_text(q)})" for name, q in quantiles)
+    generator = ", ".join(f"p{key} {_fmt(_percentile(run, key))} ms" for key in ("50", "99")
+                          if _percentile(run, key) is not None)
+    return (f"Server-side latency (the app's own histogram, {server.requests:,.0f} requests on "
+            f"{', '.join(server.routes)}): {own}; the generator's corrected {generator}.")
+
+
 def _run_section(run: Run, colors: dict[str, str]) -> str:
     parts = [f'<section class="run" id="run-{_esc(run.run_id)}"><h3>{_esc(run.run_id)}: '
              f'<span class="verdict {_esc(run.state)}">{_esc(run.state)}</span></h3>']
@@ -876,6 +933,7 @@ def _run_section(run: Run, colors: dict[str, str]) -> str:
                      f"{result.requests} requests in {result.duration_s:.1f} s, "
                      f"{_esc(result.started_at or '?')} to {_esc(result.ended_at or '?')}; "
                      f"start to first request {_fmt(start)} ms.</p>")
+        parts.append(f'<p class="server-latency">{_esc(server_latency_text(run))}</p>')
     for problem in run.problems:
         parts.append(f'<p class="problem">{_esc(problem)}</p>')
     if run.verdict is not None:

@@ -154,6 +154,7 @@ class ScenarioInputs:
     threads: int
     slo_p99_ms: float | None = None
     max_workers: int | None = None  # vegeta's -max-workers as sized to the loadgen host (vegeta runs only)
+    endpoints: tuple[str, ...] = ()  # its routes, "GET /zipcodes/{zip}": those whose server-side latency is read
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ length (e.g. "60s", evaluated at the run's end) for a judgement over a run windo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 TIERS = ("loadgen", "app", "db", "monitoring")
@@ -112,6 +113,50 @@ def vegeta_latency_quantile(quantile: float, window: str, by: str = "") -> str:
     histogram's buckets (client_golang's defaults: 5 ms to 10 s)."""
     labels = f"le, {by}" if by else "le"
     return f"histogram_quantile({quantile:g}, sum by ({labels}) (rate({VEGETA_LATENCY_BUCKETS}[{window}])))"
+
+
+# --- The app's own latency: the histogram http_server_requests_seconds ---------------------------
+#
+# Every app exports it with the same buckets (apps/contract/README.md "Metrics"), by method, uri (the
+# route's template) and status. A run reads it on the scenario's own routes, each a (method, uri
+# template) pair, e.g. ("GET", "/zipcodes/{zip}"), never the lab's (/metrics, health).
+APP_LATENCY = "http_server_requests_seconds"
+
+
+def route(endpoint: str) -> tuple[str, str]:
+    """A scenario's endpoint as the histogram labels it: "GET /zipcodes/{zip}" -> ("GET", "/zipcodes/{zip}")."""
+    method, _, path = endpoint.strip().partition(" ")
+    path = path.strip().split("?")[0]
+    if not method.isalpha() or not path.startswith("/"):
+        raise ValueError(f"an endpoint is 'METHOD /route', not {endpoint!r}")
+    return method.upper(), path
+
+
+def _on_routes(series: str, app: str, routes: Sequence[tuple[str, str]]) -> str:
+    """SERIES of APP on each of ROUTES: one selector a route, joined by `or` (a method and a uri
+    together, which one regex on each label could not say)."""
+    if not routes:
+        raise ValueError("no route to read")
+    return " or ".join(f'{series}{{job="app",application="{app}",method="{method}",uri="{uri}"}}'
+                       for method, uri in routes)
+
+
+def app_latency_buckets(app: str, routes: Sequence[tuple[str, str]]) -> str:
+    """APP's cumulative latency histogram on ROUTES, one series per bucket (`le`), every status."""
+    return f"sum by (le) ({_on_routes(f'{APP_LATENCY}_bucket', app, routes)})"
+
+
+def app_answers_by_status(app: str, routes: Sequence[tuple[str, str]]) -> str:
+    """APP's count of answers on ROUTES, one series per status."""
+    return f"sum by (status) ({_on_routes(f'{APP_LATENCY}_count', app, routes)})"
+
+
+def app_latency_quantile(quantile: float, window: str, selector: str, by: str = "application") -> str:
+    """The app's response time at QUANTILE over WINDOW as the app measured it (from the moment its
+    framework took the request up), interpolated within the histogram's buckets; SELECTOR picks the
+    series (the app, its routes)."""
+    return (f"histogram_quantile({quantile:g}, sum by (le, {by}) "
+            f"(rate({APP_LATENCY}_bucket{{{selector}}}[{window}])))")
 
 
 @dataclass(frozen=True)

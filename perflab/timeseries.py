@@ -1,4 +1,5 @@
-"""A run over time, second by second, from the load generator's raw results: timeseries.json.
+"""A run over time, from the load generator's raw results (second by second) or, where the generator
+keeps no request (wrk2), from the app's own histogram in Prometheus (scrape by scrape): timeseries.json.
 
 Where the generator keeps every request (vegeta: one JSON line each, perflab.vegeta), each phase
 of the run (the warm-up, the measured phase) gets, per second, the answers that ended in it:
@@ -16,12 +17,23 @@ with t0 the phase's attack start (the earliest of its hosts'), for k from 0 to t
 duration; an answer that ended after the phase's window (the last requests' own latency) is
 counted apart (`after_window_*`), not drawn as a second of its own.
 
+Where the generator keeps no per-request record (wrk2 keeps a histogram of the whole run), the
+series come from the app's own http_server_requests_seconds histogram on the scenario's routes
+(issue 12, item 3), read from Prometheus at its scrape interval (`source` "app-histogram", `step_s`
+the interval): per step, the answers the app counted (succeeded: 2xx and 3xx; failed: any other
+status, as wrk2 and vegeta count them), and their p50 and p99 as the app measured them,
+interpolated within the histogram's buckets (perflab.histogram): the app's time, without the
+network, the generator or a queue in front of the app's request threads. Step k of a phase is the
+answers scraped in (t0 + k x step, t0 + (k + 1) x step]: each at most a scrape interval after it
+ended.
+
 The file is small (a few numbers per second) and written once, by `perflab collect` (the one
 owner of a run's files), from the results it parses anyway; the report reads it. Parsing the raw
 results on every report would cost 30 to 45 us per request on this machine (a 60 s run at
 2,000 req/s: 4 to 5 s), for every run, every time.
 
-timeseries.json (docs/ARCHITECTURE.md): {"schema_version": 1, "source": "vegeta", "origin_unix_s":
+timeseries.json (docs/ARCHITECTURE.md): {"schema_version": 1, "source": "vegeta"|"app-histogram", "step_s":
+<seconds each value covers: 1, or the scrape interval>, "origin_unix_s":
 <the measured phase's t0>, "phases": [{"phase": "warmup"|"measure", "files": [...], "start_s":
 <t0 - origin, s>, "duration_s", "target_rate", "ok": [per second], "errors": [...], "p50_ms":
 [... or null], "p99_ms": [...], "after_window_ok", "after_window_errors", "after_window_s"}],
@@ -34,27 +46,33 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perflab import vegeta
+from perflab import histogram, tiers, vegeta
 from perflab.model import dumps, loads, value_at_percentile
+from perflab.prometheus import Prometheus, Series
 
 SCHEMA_VERSION = 1
 FILE_NAME = "timeseries.json"
 PHASES = ("warmup", "measure")
 NS_PER_S = 1_000_000_000
+VEGETA_SOURCE = "vegeta"  # every request of vegeta's results, second by second
+APP_HISTOGRAM_SOURCE = "app-histogram"  # the app's http_server_requests_seconds in Prometheus, scrape by scrape
 
 
 @dataclass(frozen=True)
 class Phase:
-    """One phase, second by second: index k is [start_s + k, start_s + k + 1) on the run's axis."""
+    """One phase, step by step: index k is [start_s + k x step, start_s + (k + 1) x step) on the run's
+    axis, step the file's step_s (1 s: second by second)."""
 
     phase: str  # warmup | measure
     files: tuple[str, ...]
     start_s: float  # the phase's t0, in seconds after the measured phase's (0 for the measured phase)
     duration_s: float  # the window the phase was asked to run
     target_rate: float
-    ok: tuple[int, ...]  # successful answers that ended in each second
+    ok: tuple[int, ...]  # successful answers that ended in each step
     errors: tuple[int, ...]  # failed ones
-    p50_ms: tuple[float | None, ...]  # corrected latency of every answer that ended in the second; None: none did
+    # The answers' latency in each step; None: none ended in it. vegeta: corrected, of every answer; the
+    # app's histogram: as the app measured it, interpolated within its buckets.
+    p50_ms: tuple[float | None, ...]
     p99_ms: tuple[float | None, ...]
     after_window_ok: int = 0  # answers that ended after the window
     after_window_errors: int = 0
@@ -84,7 +102,8 @@ class TimeSeries:
     """timeseries.json (perflab.rundir reads and writes it)."""
 
     schema_version: int = SCHEMA_VERSION
-    source: str = "vegeta"
+    source: str = VEGETA_SOURCE  # or APP_HISTOGRAM_SOURCE
+    step_s: float = 1.0  # seconds each value covers: 1 (vegeta), the scrape interval (the app's histogram)
     origin_unix_s: float  # the measured phase's t0: second 0 of the run's axis
     phases: tuple[Phase, ...]
     notes: tuple[str, ...] = ()  # what could not be computed, one sentence each
@@ -92,6 +111,8 @@ class TimeSeries:
     def __post_init__(self) -> None:
         if self.phase("measure") is None:
             raise ValueError("no measured phase")
+        if not (math.isfinite(self.step_s) and self.step_s > 0):
+            raise ValueError(f"step_s is a positive number of seconds, not {self.step_s}")
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.phase == name), None)
@@ -176,3 +197,96 @@ def from_vegeta(measure: PhaseInput, warmup: PhaseInput | None = None, notes: Se
     if warmup is not None:
         phases.insert(0, _seconds(warmup, origin_ns)[0])
     return TimeSeries(origin_unix_s=origin_ns / NS_PER_S, phases=tuple(phases), notes=tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------------
+# From the app's histogram in Prometheus (a run whose generator keeps no request: wrk2)
+
+
+class NoHistogram(ValueError):
+    """The app's histogram holds nothing to draw over the window: str() says why."""
+
+
+@dataclass(frozen=True)
+class PhaseWindow:
+    """One phase of a run as the bench timed it: where the app's histogram is read."""
+
+    phase: str
+    start: float  # unix s
+    duration_s: float
+    target_rate: float
+
+
+def _succeeded(status: str) -> bool:
+    return status[:1] in ("2", "3")
+
+
+def _steps(series: Sequence[Series], label: str, grid: Sequence[float]) -> dict[str, list[float]]:
+    """Each series' value at each moment of GRID, by its LABEL (0 where it had none yet)."""
+    values: dict[str, list[float]] = {}
+    for found in series:
+        at = {round(t, 3): v for t, v in found.points if math.isfinite(v)}
+        mine = values.setdefault(found.labels.get(label, ""), [0.0] * len(grid))
+        for i, t in enumerate(grid):
+            mine[i] += at.get(round(t, 3), 0.0)
+    return values
+
+
+def histogram_phase(window: PhaseWindow, answers: Sequence[Series], buckets: Sequence[Series], step_s: float,
+                    origin: float) -> Phase:
+    """One phase step by step from two range queries over it at STEP_S (tiers.app_answers_by_status
+    and tiers.app_latency_buckets): each step's answers and their p50 and p99, the differences of
+    the counters between its two ends (a counter lower at the end was reset: counted from 0)."""
+    steps = max(1, int(window.duration_s / step_s + 1e-9))
+    grid = [window.start + k * step_s for k in range(steps + 1)]
+    ok, errors = [0] * steps, [0] * steps
+    for status, counts in _steps(answers, "status", grid).items():
+        for k in range(steps):
+            moved = counts[k + 1] - counts[k] if counts[k + 1] >= counts[k] else counts[k + 1]
+            if _succeeded(status):
+                ok[k] += round(moved)
+            else:
+                errors[k] += round(moved)
+    by_le = _steps(buckets, "le", grid)
+    p50: list[float | None] = []
+    p99: list[float | None] = []
+    for k in range(steps):
+        counted = histogram.between(histogram.cumulative((le, v[k]) for le, v in by_le.items()),
+                                    histogram.cumulative((le, v[k + 1]) for le, v in by_le.items()))
+        for into, q in ((p50, 0.5), (p99, 0.99)):
+            found = histogram.quantile(q, counted)
+            into.append(round(found.value_ms, 3) if found is not None else None)
+    return Phase(phase=window.phase, files=(), start_s=round(window.start - origin, 6), duration_s=window.duration_s,
+                 target_rate=window.target_rate, ok=tuple(ok), errors=tuple(errors), p50_ms=tuple(p50),
+                 p99_ms=tuple(p99))
+
+
+def from_app_histogram(prometheus: Prometheus, app: str, endpoints: Sequence[str], phases: Sequence[PhaseWindow],
+                       step_s: float) -> TimeSeries:
+    """The run step by step from the app's histogram on its scenario's ENDPOINTS ("GET /zipcodes/{zip}"),
+    each phase read from Prometheus every STEP_S (the scrape interval). PrometheusError when it cannot
+    answer; NoHistogram when the app counted nothing on those routes in the measured phase."""
+    measure = next((p for p in phases if p.phase == "measure"), None)
+    if measure is None:
+        raise ValueError("no measured phase")
+    if not endpoints:
+        raise NoHistogram("the scenario names no endpoint: which routes are its own is unknown")
+    routes = [tiers.route(e) for e in endpoints]
+    built = []
+    for window in phases:
+        end = window.start + window.duration_s
+        answers = prometheus.query_range(tiers.app_answers_by_status(app, routes), window.start, end, step_s)
+        buckets = prometheus.query_range(tiers.app_latency_buckets(app, routes), window.start, end, step_s)
+        if answers or window is measure:  # a warm-up Prometheus holds nothing of is left out, not drawn as zeros
+            built.append(histogram_phase(window, answers, buckets, step_s, measure.start))
+    measured = next(p for p in built if p.phase == "measure")
+    if not sum(measured.ok) + sum(measured.errors):
+        raise NoHistogram(f"the app {app} counted no answer on {', '.join(endpoints)} in its "
+                          f"{tiers.APP_LATENCY} histogram over the measured phase")
+    note = (f"From the app's own {tiers.APP_LATENCY} histogram in Prometheus every {step_s:g} s, "
+            f"its scrape interval, on {', '.join(endpoints)}: the answers it counted in each step (failed: not 2xx "
+            "or 3xx) and their p50 and p99 as the app measured them (from taking a request up to its answer: "
+            "without the network, the generator or a queue in front of its request threads), interpolated within "
+            "its buckets; the generator keeps no per-request record.")
+    return TimeSeries(source=APP_HISTOGRAM_SOURCE, step_s=step_s, origin_unix_s=measure.start,
+                      phases=tuple(sorted(built, key=lambda p: PHASES.index(p.phase))), notes=(note,))

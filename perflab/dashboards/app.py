@@ -1,8 +1,9 @@
 """App under test: HTTP rate, latency and errors by route; JVM heap, GC and threads; the DB pool.
 
-Every app exports Micrometer's `http_server_requests_seconds_{count,sum,max}` (labels `uri`,
-`status`), `jvm_*` and perflab's `perflab_db_pool_in_use` / `perflab_db_pool_waiting`, all tagged
-`application="<app>"` (docs/ARCHITECTURE.md); `$app` selects the app.
+Every app exports Micrometer's histogram `http_server_requests_seconds_{bucket,count,sum}` (labels
+`method`, `uri`, `status`; the same buckets everywhere, apps/contract/README.md "Metrics"), `jvm_*`
+and perflab's `perflab_db_pool_in_use` / `perflab_db_pool_waiting`, all tagged `application="<app>"`
+(docs/ARCHITECTURE.md); `$app` selects the app.
 """
 
 from __future__ import annotations
@@ -34,11 +35,23 @@ def how_long_do_requests_take_per_route() -> Panel:
     return timeseries(
         "Mean response time by route",
         "Server-side time per request (sum / count of http_server_requests_seconds): excludes the "
-        "time requests waited in the load generator or the network. The apps export no histogram, "
-        "so percentiles come from the load generator's dashboard.",
+        "time requests waited in the load generator or the network. Its percentiles: the panel "
+        "\"Response time seen by the app\".",
         units.Seconds,
         [query(f"sum by (uri) (rate(http_server_requests_seconds_sum{{{ROUTES}}}[{WINDOW}])) / "
                f"sum by (uri) (rate(http_server_requests_seconds_count{{{ROUTES}}}[{WINDOW}]))", "{{uri}}")])
+
+
+def how_long_do_requests_take_at_the_app() -> Panel:
+    return timeseries(
+        "Response time seen by the app: p50, p99",
+        "The app's own p50 and p99 over its routes (http_server_requests_seconds' histogram, interpolated "
+        "within its buckets): from the moment its framework took a request up to its answer, without the "
+        "network, the load generator or a queue in front of its request threads. Beside the load generator's "
+        "p50/p99, a gap is time spent outside the app.",
+        units.Seconds,
+        queries((tiers.app_latency_quantile(0.5, WINDOW, ROUTES), "p50 {{application}}"),
+                (tiers.app_latency_quantile(0.99, WINDOW, ROUTES), "p99 {{application}}")))
 
 
 def what_is_the_slowest_request_per_route() -> Panel:
@@ -113,8 +126,9 @@ def app_dashboard() -> dashboard_model.Dashboard:
     board = new_dashboard(UID, "perflab: app under test",
                           "The app under test: HTTP by route, JVM heap, GC and threads, the DB pool.")
     board = (board.with_row(dashboard_builder.Row("HTTP by route"))
-             .with_panel(how_many_requests_per_route()).with_panel(how_long_do_requests_take_per_route())
-             .with_panel(what_is_the_slowest_request_per_route()).with_panel(which_routes_fail())
+             .with_panel(how_many_requests_per_route()).with_panel(how_long_do_requests_take_at_the_app())
+             .with_panel(how_long_do_requests_take_per_route()).with_panel(what_is_the_slowest_request_per_route())
+             .with_panel(which_routes_fail())
              .with_row(dashboard_builder.Row("JVM and DB pool"))
              .with_panel(how_busy_is_the_app_cpu()).with_panel(how_full_is_the_heap())
              .with_panel(how_much_time_goes_to_gc()).with_panel(how_often_does_gc_pause())

@@ -15,6 +15,12 @@ contexts of the fixture runs borrow real deploy figures (start to first request)
 their latency is the fixtures' own. The runs side by side (SIDE_BY_SIDE: three apps and a variant
 at one scenario, rate and tool) also borrow, as their observations, the app's busy cores and max
 RSS of three lab runs of greeting (20261124T002526Z, ...002724Z, ...002937Z, at about 30 req/s).
+Their server-side latency (the apps' own histogram, SIDE_BY_SIDE_SERVER) is made up for the page, in
+the buckets a warm app answers greeting in (no lab run with the histogram was at hand), as is the
+wrk2 run's (WRK2_OVER_TIME): its timeseries.json is built by perflab.timeseries from range answers
+of a Prometheus that scraped the fixture's stand-in every 5 s (ScrapedStandIn: one request at a time,
+4 ms each, about 228 answered a second of the 600 asked), over the lab run's utilization window, so
+that the app's figures and its CPU share one axis.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perflab import rundir, sweep
+from perflab import histogram, rundir, sweep, timeseries
 from perflab.audit import Verdict
 from perflab.model import AppSettings, Repetition, RunContext, RunResult, ScenarioRun, loads
-from perflab.observations import Observations, TierCpu
+from perflab.observations import Observations, ServerLatency, ServerQuantile, TierCpu
+from perflab.prometheus import Prometheus, Series
 
 HERE = Path(__file__).resolve().parent
 UNIT_FIXTURES = HERE.parent / "unit" / "fixtures"
@@ -61,6 +68,15 @@ class FixtureRun:
     warmup_s: float = 10.0
     utilization: Path | None = None  # utilization.json
     repetition: Repetition | None = None  # REPEAT=N: the run's group and place
+    server: ServerLatency | None = None  # the app's own latency, as perflab.observe records it
+
+
+GREETING_ROUTES = ("GET /greeting/{name}",)
+
+
+def greeting_server(requests: float, p50: tuple[float, float, float], p99: tuple[float, float, float]) -> ServerLatency:
+    """The app's own greeting latency: p50 and p99 as (ms, bucket's low, bucket's high)."""
+    return ServerLatency(routes=GREETING_ROUTES, requests=requests, p50=ServerQuantile(*p50), p99=ServerQuantile(*p99))
 
 
 GOOD_RUNS = (
@@ -69,7 +85,8 @@ GOOD_RUNS = (
     FixtureRun("20260102T101000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-overloaded-uncorrected.txt",
                "wrk2", 600, "quarkus", "greeting", 6918.0),
     FixtureRun("20260102T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
-               "vegeta", 200, "spring-mvc", "greeting", 26023.2, duration_s=3.0, observed=(0.15365, 208809984)),
+               "vegeta", 200, "spring-mvc", "greeting", 26023.2, duration_s=3.0, observed=(0.15365, 208809984),
+               server=greeting_server(600, (0.38, 0.25, 0.5), (1.6, 1.0, 2.0))),
     FixtureRun("20260102T103000Z-spring-mvc-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-errors-non2xx.txt",
                "wrk2", 1000, "spring-mvc", "greeting", 9446.0),
     FixtureRun("20260102T104000Z-spring-mvc-greeting",
@@ -82,7 +99,8 @@ WARMUP_RUN = FixtureRun("20260105T100000Z-quarkus-zipcodes", WARMUP_RUN_DIR / "v
                         200, "quarkus", "zipcodes", 6581.0, duration_s=10.0,
                         warmup=WARMUP_RUN_DIR / "vegeta-warmup.jsonl.gz", warmup_s=5.0,
                         utilization=WARMUP_RUN_DIR / "utilization.json")
-# The wrk2 run of GOOD_RUNS with the lab run's utilization.json: its CPU over time.
+# The wrk2 run of GOOD_RUNS with the lab run's utilization.json and a timeseries.json from the app's histogram
+# (ScrapedStandIn): its throughput, server-side latency and CPU over time.
 WRK2_OVER_TIME = 1
 # A wrk2 run with the percentile table the bench keeps beside its text.
 TABLE_RUN = FixtureRun("20260102T105000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-steady-1000rps.txt",
@@ -92,13 +110,15 @@ TABLE_RUN = FixtureRun("20260102T105000Z-quarkus-greeting", UNIT_FIXTURES / "wrk
 # three apps judged VALID and a variant judged INVALID (spring-mvc with 400 threads: 1 answer in 10 a 500).
 SIDE_BY_SIDE = (
     FixtureRun("20260104T100000Z-quarkus-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-freeze-1s-200rps.jsonl.gz",
-               "vegeta", 200, "quarkus", "greeting", 13232.3, duration_s=4.0, observed=(0.08042, 210669568)),
+               "vegeta", 200, "quarkus", "greeting", 13232.3, duration_s=4.0, observed=(0.08042, 210669568),
+               server=greeting_server(800, (0.22, 0.0, 0.25), (0.81, 0.5, 1.0))),
     FixtureRun("20260104T101000Z-spring-webflux-greeting",
                UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
-               "vegeta", 200, "spring-webflux", "greeting", 26916.8, duration_s=3.0, observed=(0.15599, 228069376)),
+               "vegeta", 200, "spring-webflux", "greeting", 26916.8, duration_s=3.0, observed=(0.15599, 228069376),
+               server=greeting_server(600, (0.35, 0.25, 0.5), (1.2, 1.0, 2.0))),
     FixtureRun("20260104T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-errors-500-200rps.jsonl.gz",
                "vegeta", 200, "spring-mvc", "greeting", 25191.7, (("PERFLAB_MAX_THREADS", "400"),), duration_s=3.0,
-               observed=(0.16, 206393344)),
+               observed=(0.16, 206393344), server=greeting_server(600, (0.41, 0.25, 0.5), (3.1, 2.0, 5.0))),
 )
 # Two runs of that set that must never be drawn, each newer than the judged run of its app, with
 # the message the report gives for it.
@@ -173,16 +193,65 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
                      "--context", run_dir / rundir.CONTEXT, "--json")
     assert parsed.returncode == 0, parsed.stderr
     observations = None
-    if run.observed is not None:
-        busy_cores, max_rss_bytes = run.observed
+    if run.observed is not None or run.server is not None:
+        busy_cores, max_rss_bytes = run.observed or (None, None)
         rundir.write_observations(run_dir, Observations(
-            app_max_rss_bytes=max_rss_bytes, app_cpu=TierCpu(busy_cores=busy_cores, allotted_cores=1, window_s=run.duration_s)))
+            app_max_rss_bytes=max_rss_bytes, server_latency=run.server,
+            app_cpu=TierCpu(busy_cores=busy_cores, allotted_cores=1, window_s=run.duration_s)
+            if busy_cores is not None else None))
         observations = run_dir / rundir.OBSERVATIONS
     _complete(run_dir, parsed.stdout, observations)
     if run.tool == "vegeta":
         written = perflab("collect", "--timeseries", run_dir)
         assert written.returncode == 0, written.stderr
     return run_dir
+
+
+class ScrapedStandIn(Prometheus):
+    """Prometheus' range answers over the stand-in of wrk2-overloaded-uncorrected.txt (one request at a
+    time, 4 ms each) as if it exported the apps' histogram and were scraped every STEP_S from START:
+    about 228 answers a second, 97 in 100 within 2 to 5 ms and the rest within 10 ms."""
+
+    STEP_S = 5.0
+
+    def __init__(self, start: float, seconds: float) -> None:
+        super().__init__("http://127.0.0.1:9090")
+        self.start = start
+        steps = int(seconds / self.STEP_S)
+        answered = [1140 + (k * 37) % 23 - 11 for k in range(steps)]  # 228/s, give or take a few
+        self.grid = [start + k * self.STEP_S for k in range(steps + 1)]
+        self.total = [float(sum(answered[:k])) for k in range(steps + 1)]
+        self.fast = [float(sum(round(n * 0.97) for n in answered[:k])) for k in range(steps + 1)]
+
+    def buckets(self) -> dict[str, list[float]]:
+        """Each bucket's cumulative count at each scrape, by its le as Micrometer writes it."""
+        return {"0.002": [0.0] * len(self.grid), "0.005": self.fast, "0.01": self.total, "+Inf": self.total}
+
+    def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
+        if start != self.start:  # the warm-up: before the stand-in was scraped
+            return []
+        if "_bucket" in expr:
+            return [Series({"le": le}, tuple(zip(self.grid, values))) for le, values in self.buckets().items()]
+        return [Series({"status": "200"}, tuple(zip(self.grid, self.total)))]
+
+    def server_latency(self) -> ServerLatency:
+        """What perflab.observe records of the same histogram over the whole window."""
+        counted = histogram.cumulative((le, values[-1]) for le, values in self.buckets().items())
+        p50, p99 = histogram.quantile(0.5, counted), histogram.quantile(0.99, counted)
+        assert p50 is not None and p99 is not None
+        return ServerLatency(routes=GREETING_ROUTES, requests=self.total[-1], p50=p50, p99=p99)
+
+
+def add_histogram_timeseries(run_dir: Path, utilization: Path) -> None:
+    """The wrk2 run's observations and timeseries.json from ScrapedStandIn over UTILIZATION's window, as
+    `perflab collect` writes them; judged again with them."""
+    window = rundir.read_utilization(utilization.parent)
+    stand_in = ScrapedStandIn(window.start, window.end - window.start)
+    rundir.write_timeseries(run_dir, timeseries.from_app_histogram(
+        stand_in, "quarkus", GREETING_ROUTES, [timeseries.PhaseWindow("measure", window.start, window.end - window.start,
+                                                                      600.0)], stand_in.STEP_S))
+    rundir.write_observations(run_dir, Observations(server_latency=stand_in.server_latency()))
+    _complete(run_dir, (run_dir / rundir.RESULT).read_text(encoding="utf-8"), run_dir / rundir.OBSERVATIONS)
 
 
 def add_lab_run(results: Path) -> Path:
@@ -304,8 +373,11 @@ def full_results(results: Path) -> Path:
     """Every kind of run and a sweep, and every kind of bad input."""
     add_lab_run(results)
     for index, run in enumerate(GOOD_RUNS):
-        add_fixture_run(results, replace(run, utilization=LAB_RUN / "utilization.json") if index == WRK2_OVER_TIME
-                        else run)
+        if index == WRK2_OVER_TIME:
+            add_histogram_timeseries(add_fixture_run(results, replace(run, utilization=LAB_RUN / "utilization.json")),
+                                     LAB_RUN / "utilization.json")
+        else:
+            add_fixture_run(results, run)
     add_fixture_run(results, WARMUP_RUN)
     run_dir = results / GOOD_RUNS[0].run_id  # the app's own max RSS, as perflab.observe records it
     rundir.write_observations(run_dir, Observations(app_max_rss_bytes=QUARKUS_MAX_RSS_BYTES))

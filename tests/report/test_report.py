@@ -176,7 +176,7 @@ def test_side_by_side_table_figures_and_ratios_to_the_best(full: Path, full_repo
     rows = {row[0]: row[1:] for row in _rows(_side_by_side_html(page, SET_TITLE))}
     assert list(rows) == ["quarkus (IO thread)", "spring-mvc (200 threads)", "spring-mvc (400 threads)",
                           "spring-webflux"]
-    header = ["run", "verdict", "achieved req/s", "p50 ms", "p99 ms", "p99.9 ms", "errors",
+    header = ["run", "verdict", "achieved req/s", "p50 ms", "p99 ms", "server p99 ms", "p99.9 ms", "errors",
               "app CPU-s per 1,000 requests", "max RSS MiB", "start to first request ms"]
     assert [c.header for c in report.SET_COLUMNS] == header[2:]
     cell = {app: dict(zip(header, cells)) for app, cells in rows.items()}
@@ -195,6 +195,10 @@ def test_side_by_side_table_figures_and_ratios_to_the_best(full: Path, full_repo
     # Quarkus' 1 s freeze: its p99 is far from the best, its achieved rate is the same.
     assert cell["quarkus (IO thread)"]["achieved req/s"] == "200|best"
     assert cell["quarkus (IO thread)"]["p99 ms"].endswith("× best")
+    # Beside the generator's p99 (the 1 s freeze: 965 ms), the app's own: what it spent on each request once it
+    # took it up, known to within its histogram bucket, never ranked.
+    assert cell["quarkus (IO thread)"]["server p99 ms"] == "0.81|bucket 0.5–1 ms"
+    assert cell["spring-mvc (200 threads)"]["server p99 ms"] == "1.6|bucket 1–2 ms"
     # The INVALID variant: its figures are shown, never compared, never the best.
     invalid = cell["spring-mvc (400 threads)"]
     assert invalid["verdict"] == "INVALID|not compared"
@@ -543,11 +547,31 @@ def _unix_ns(stamp: str) -> int:
     return int(seconds) * 1_000_000_000 + int(fraction.ljust(9, "0"))
 
 
-def test_a_wrk2_run_over_time_shows_the_cpu_and_says_why_no_latency(
+def test_a_wrk2_run_over_time_from_the_apps_histogram_with_its_cpu(
         full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
+    """wrk2 keeps no request: every 5 s, the answers and the server-side p50/p99 of the app's histogram
+    (builder.ScrapedStandIn: 228 answers a second, 4 ms each, of the 600 asked), with the app's CPU on the
+    same axis; beside them in the run's section, the app's p50 against the generator's 9.45 s, and the
+    audit's warning that the requests queued outside the app."""
     page, _ = _page(full)
-    chart = _over_time_chart(page, GOOD_RUNS[WRK2_OVER_TIME].run_id)
-    assert list(chart.panels) == ["cpu"]
+    run_id = GOOD_RUNS[WRK2_OVER_TIME].run_id
+    chart = _over_time_chart(page, run_id)
+    assert list(chart.panels) == ["throughput", "latency", "cpu"]
+    succeeded = chart.panels["throughput"]["succeeded per second, every 5 s (the app's count)"]
+    assert len(succeeded) == 14 and all(225 < y < 231 for _, y in succeeded)
+    assert [round(x, 1) for x, _ in succeeded[:2]] == [2.5, 7.5]  # the middle of each 5 s step
+    p50 = chart.panels["latency"]["p50 of the step's answers, server-side (the app's histogram)"]
+    assert len(p50) == 14 and all(3.4 < y < 3.7 for _, y in p50)
+    assert all(8.0 < y < 8.7 for _, y in chart.panels["latency"]["p99 of the step's answers, server-side (the app's "
+                                                                 "histogram)"])
+    assert any(note.startswith("From the app's own http_server_requests_seconds histogram in Prometheus every 5 s, "
+                               "its scrape interval, on GET /greeting/{name}") for note in chart.notes)
+    assert "The 10 s warm-up is not shown: the app's histogram was not read over it." in chart.notes
+    section = _run_html(page, run_id)
+    assert ("Server-side latency (the app&#x27;s own histogram, 15,953 requests on GET /greeting/{name}): p50 3.55 ms "
+            "(bucket 2–5 ms), p99 8.32 ms (bucket 5–10 ms); the generator&#x27;s corrected p50 9,450 ms, p99 "
+            "12,480 ms.") in section
+    assert "queue_outside_the_app" in section and "requests queued outside the app&#x27;s request handling" in section
     assert sorted(chart.panels["cpu"]) == ["app CPU: busy cores of 1 allotted (utilization.json)",
                                           "db CPU: busy cores of 1 allotted (utilization.json)"]
     utilization = json.loads((full / GOOD_RUNS[WRK2_OVER_TIME].run_id / "utilization.json").read_text())
@@ -555,10 +579,7 @@ def test_a_wrk2_run_over_time_shows_the_cpu_and_says_why_no_latency(
     assert len(app) == len(utilization["tiers"]["app"]["busy_cores"])
     assert max(y for _, y in app) == pytest.approx(max(v for _, v in utilization["tiers"]["app"]["busy_cores"]),
                                                    abs=0.01)
-    assert chart.notes.count(report.WRK2_OVER_TIME) == 1
-    assert report.WRK2_OVER_TIME == ("wrk2 keeps only a histogram, no per-request records: per-second throughput and "
-                                     "latency need the apps' server-side histograms (issue 12, item 3).")
-    # A wrk2 run without utilization.json: one line, no chart.
+    # A wrk2 run without timeseries.json nor utilization.json: one line, no chart, saying why.
     section = _run_html(page, GOOD_RUNS[0].run_id)
     assert "chart-timeseries" not in section
     assert html.escape(report.WRK2_OVER_TIME, quote=True) in section

@@ -1,8 +1,8 @@
 """The report in a real browser (Debian's chromium, headless): it opens with no console error,
 its charts are drawn and visible, and screenshots are kept in build/test-artifacts: report.png
 (the top of the page), report-over-time.png (a vegeta run's section, with its chart over time) and
-report-repetitions.png (runs repeated with REPEAT=3: the side-by-side medians and a repeated sweep's
-range bar).
+report-wrk2-over-time.png (a wrk2 run's, over time from the app's histogram) and report-repetitions.png
+(runs repeated with REPEAT=3: the side-by-side medians and a repeated sweep's range bar).
 The checker itself is shown to fail on pages with a console error, an uncaught exception, and a
 request the report's Content-Security-Policy refuses."""
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .builder import WARMUP_RUN, add_repeated, full_results, perflab
+from .builder import GOOD_RUNS, WARMUP_RUN, WRK2_OVER_TIME, add_repeated, full_results, perflab
 from .chromium import visit
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -69,10 +69,11 @@ def test_report_opens_without_console_errors_and_draws_its_charts(report_page: P
     assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 50_000
 
 
-# The section of the vegeta run recorded with its warm-up, scrolled to the top of the window; its chart over time.
-OVER_TIME_VIEW = f"""
+def over_time_view(run_id: str) -> str:
+    """The section of RUN_ID, scrolled so that its chart over time ends at the bottom of the window."""
+    return f"""
 (() => {{
-  const section = document.getElementById("run-{WARMUP_RUN.run_id}");
+  const section = document.getElementById("run-{run_id}");
   section.querySelector(".over-time").scrollIntoView({{block: "end"}});
   const svg = section.querySelector("svg.chart-timeseries");
   const box = svg.getBoundingClientRect();
@@ -85,13 +86,26 @@ OVER_TIME_VIEW = f"""
 def test_a_run_over_time_in_the_browser(report_page: Path) -> None:
     """The chart over time of the run with a warm-up, in view: three panels, the warm-up shaded in each;
     the screenshot is kept in build/test-artifacts/report-over-time.png."""
-    seen = visit(report_page, OVER_TIME_VIEW, height=1000)
+    seen = visit(report_page, over_time_view(WARMUP_RUN.run_id), height=1000)
     assert seen.errors == []
     view: dict[str, Any] = seen.evaluated
     assert (view["panels"], view["bands"]) == (3, 3)
     assert 0 <= view["top"] < view["bottom"] <= view["height"], view  # the whole chart is in the screenshot
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "report-over-time.png").write_bytes(seen.screenshot_png)
+    assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 30_000
+
+
+def test_a_wrk2_run_over_time_from_the_apps_histogram_in_the_browser(report_page: Path) -> None:
+    """wrk2 keeps no request: the app's answers and server-side p50/p99 every 5 s, and the CPU, in view;
+    the screenshot is kept in build/test-artifacts/report-wrk2-over-time.png."""
+    seen = visit(report_page, over_time_view(GOOD_RUNS[WRK2_OVER_TIME].run_id), height=1000)
+    assert seen.errors == []
+    view: dict[str, Any] = seen.evaluated
+    assert (view["panels"], view["bands"]) == (3, 0)
+    assert 0 <= view["top"] < view["bottom"] <= view["height"], view
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "report-wrk2-over-time.png").write_bytes(seen.screenshot_png)
     assert seen.screenshot_png.startswith(b"\x89PNG\r\n\x1a\n") and len(seen.screenshot_png) > 30_000
 
 

@@ -374,3 +374,74 @@ def test_a_busy_db_host_within_the_slo_and_the_rate_is_not_blamed() -> None:
     assert found.limiting_tier is None and found.sentence.startswith("not attributed: the system kept up"), found.sentence
     unknown_slo = attribute(slow(192.0, slo_ms=None), DB_HOST_HOGGED)
     assert unknown_slo.limiting_tier is None, unknown_slo.sentence
+
+
+# --- the other request-handling schemes: event loops, virtual threads (issue 15, item 1) ---------
+
+# Quarkus' worker pool (pool="quarkus-worker"), at rest: the /metrics scrape is a blocking route and
+# takes one of its 200 threads (max(8 x CPUs, 200)); its event loops, one per CPU and at least 2.
+QUARKUS_AT_REST = dict(app_request_threads_busy_avg=1.0, app_request_threads_max=200.0, app_request_queue_avg=0.0,
+                       app_request_queue_max=0.0, app_event_loop_pending_avg=0.1, app_event_loop_pending_max=1.0,
+                       app_event_loops=2.0)
+# MVC on virtual threads on the app's one core: the scrape's own virtual thread holds the one carrier
+# at every sample, and the requests that arrive meanwhile wait behind it.
+VIRTUAL_AT_REST = dict(app_virtual_carriers_busy_avg=1.0, app_virtual_carriers_max=1.0,
+                       app_virtual_carriers_started_max=1.0, app_virtual_queue_avg=0.0, app_virtual_queue_max=0.0)
+
+
+def test_an_idle_app_whose_scrape_takes_a_thread_is_never_attributed() -> None:
+    for at_rest in (QUARKUS_AT_REST, VIRTUAL_AT_REST):
+        found = attribute(run(), with_(CALM, **at_rest))
+        assert found.limiting_tier is None and found.sentence.startswith("no tier was saturated"), found.sentence
+        app = next(f for f in found.tiers if f.tier == "app")
+        assert app.saturated == ()
+    # At 1,000 req/s the scrape (a few ms on the one carrier) finds a few requests waiting: 4 ms each.
+    scraped = with_(CALM, **{**VIRTUAL_AT_REST, "app_virtual_queue_avg": 4.0, "app_virtual_queue_max": 7.0})
+    assert attribute(run(achieved=1000.0, target=1000.0), scraped).limiting_tier is None
+    # Quarkus' greeting on a worker thread at 1,500 req/s (report 3): a few of its 200 threads busy.
+    worker = with_(CALM, **{**QUARKUS_AT_REST, "app_request_threads_busy_avg": 6.2, "app_request_queue_avg": 0.0})
+    assert attribute(run(achieved=1500.0, target=1500.0), worker).limiting_tier is None
+
+
+def test_quarkus_worker_pool_full_with_a_backlog_is_the_apps_request_threads() -> None:
+    full = with_(CALM, **{**QUARKUS_AT_REST, "app_request_threads_busy_avg": 198.0, "app_request_queue_avg": 410.0,
+                          "app_request_queue_max": 655.0})
+    found = attribute(run(achieved=190.0, target=300.0), full)
+    assert found.limiting_tier == "app" and found.sentence.startswith(
+        "limited by the app's request threads (198 of 200 busy on average; 410.0 requests waiting for one)")
+
+
+def test_event_loops_with_a_backlog_of_tasks_are_the_app() -> None:
+    """WebFlux with a blocking call on its 4 loops: the CPU has room, the loops' queues do not drain."""
+    blocked = with_(CALM, app_event_loop_pending_avg=182.4, app_event_loop_pending_max=412.0, app_event_loops=4.0)
+    found = attribute(run(achieved=151.0, target=300.0), blocked)
+    assert found.limiting_tier == "app"
+    assert found.sentence.startswith("limited by the app's event loops (4 loops; 182.4 tasks pending on average, "
+                                     "412 at most), at 151 of 300 req/s (50%)"), found.sentence
+    assert "request threads" not in found.sentence
+    assert "event loops 4, 182.4 tasks pending on average (412 at most)" in found.evidence[1]
+    # Below ten a loop (40 over 4): a busy loop's queue, not a backlog.
+    busy = with_(CALM, app_event_loop_pending_avg=38.0, app_event_loop_pending_max=90.0, app_event_loops=4.0)
+    assert attribute(run(), busy).limiting_tier is None
+
+
+def test_virtual_threads_waiting_for_a_carrier_are_the_apps_carriers() -> None:
+    """MVC on virtual threads, its carriers pinned: the JDK starts more, virtual threads wait, the CPU idles."""
+    pinned = with_(CALM, app_virtual_carriers_busy_avg=1.0, app_virtual_carriers_max=1.0,
+                   app_virtual_carriers_started_max=3.0, app_virtual_queue_avg=45.0, app_virtual_queue_max=120.0)
+    found = attribute(run(achieved=180.0, target=300.0), pinned)
+    assert found.limiting_tier == "app"
+    assert found.sentence.startswith(
+        "limited by the app's virtual-thread carriers (1.0 of 1 carriers busy on average, 3 started: the JDK adding "
+        "carriers for blocked ones; 45.0 virtual threads waiting for one, about 250 ms a request), at 180 of 300 req/s"
+    ), found.sentence
+    assert "request threads" not in found.sentence
+
+
+def test_a_saturated_cpu_is_named_before_the_loops_or_carriers_it_starves() -> None:
+    starved = dataclasses.replace(
+        with_(CALM, app_event_loop_pending_avg=90.0, app_event_loop_pending_max=200.0, app_event_loops=2.0),
+        app_cpu=TierCpu(0.97, 1))
+    found = attribute(run(achieved=250.0, target=300.0), starved)
+    assert found.sentence.startswith("limited by the app: its CPU 0.97 of 1 cores (97%) and its event loops 90.0 "
+                                     "tasks pending on average over 2 loops (at most 200)"), found.sentence

@@ -10,7 +10,8 @@ import pytest
 from perflab import audit, collect, wrk2
 from perflab.audit import THRESHOLDS, Status
 from perflab.model import ErrorCounts, LoadgenShare, RunResult, ScenarioRun, SchemaError
-from perflab.observations import DbSessions, Observations, Placement, Saturation, StatementsPerRequest, TierCpu
+from perflab.observations import (DbSessions, Observations, Placement, Saturation, ServerLatency, ServerQuantile,
+                                  StatementsPerRequest, TierCpu)
 
 from .helpers import WRK2_TARGET_RATES, bench_inputs, wrk2_text
 
@@ -61,8 +62,8 @@ def test_rules_without_data_say_so_and_do_not_decide_the_verdict() -> None:
     assert verdict.status is Status.VALID
     skipped = {r.rule: r.evidence for r in verdict.not_evaluated}
     assert set(skipped) == {
-        "app_not_restarted", "db_up", "slo_p99", "loadgen_cpu", "app_is_bottleneck", "tiers_not_colocated",
-        "warmed_up", "steady_mix", "same_db_work", "jit_quiet",
+        "app_not_restarted", "db_up", "slo_p99", "queue_outside_the_app", "loadgen_cpu", "app_is_bottleneck",
+        "tiers_not_colocated", "warmed_up", "steady_mix", "same_db_work", "jit_quiet",
     }
     assert skipped["loadgen_cpu"] == "not evaluated: no Prometheus data"
     assert all(text.startswith("not evaluated") for text in skipped.values())
@@ -597,3 +598,68 @@ def test_the_context_carries_the_hosts_start_skew_and_rates(
     assert scenario is not None
     parameters = scenario.parameters
     assert {k: v for k, v in parameters.items() if k in ("start_skew_ms", "host_rates")} == expected
+
+
+# --- queue_outside_the_app: the generator's p50 against the app's own (issue 12, item 3) ------------
+
+
+def with_p50(p50_ms: float) -> RunResult:
+    """STEADY with its corrected p50 set to P50_MS."""
+    latency = dataclasses.replace(STEADY.latency_corrected,
+                                  percentiles_ms={**STEADY.latency_corrected.percentiles_ms, "50": p50_ms})
+    return dataclasses.replace(STEADY, latency_corrected=latency)
+
+
+# Report 2's /hello/1000 at 300 req/s as the lab ran it: every answer of the app just after its 1 s delay.
+HELLO_1000 = ServerLatency(routes=("GET /hello/{latency}",), requests=5871.0, p50=ServerQuantile(1025.5, 1000.0, 1050.0),
+                           p99=ServerQuantile(1049.0, 1000.0, 1050.0))
+# Greeting on a warm app: the app's p50 in its 0.25 to 0.5 ms bucket.
+GREETING = ServerLatency(routes=("GET /greeting/{name}",), requests=40_000.0, p50=ServerQuantile(0.41, 0.25, 0.5),
+                         p99=ServerQuantile(0.93, 0.5, 1.0), p999=ServerQuantile(1.8, 1.0, 2.0))
+
+
+def test_a_queue_in_front_of_the_apps_request_threads_warns_and_is_named() -> None:
+    """Report 2's MVC with 200 threads: the generator's p50 3.96 s, the app's 1 s; Tomcat's queue held the rest."""
+    tomcat_full = Saturation(app_request_threads_busy_avg=178.0, app_request_threads_max=200.0,
+                             app_request_queue_avg=152.3, app_request_queue_max=174.0)
+    result = rule_result(audit.queue_outside_the_app, with_p50(3960.0), server_latency=HELLO_1000,
+                         saturation=tomcat_full)
+    assert (result.status, result.evidence) == (Status.WARN, (
+        "the generator's corrected p50 3,960 ms exceeds the app's own p50 1,026 ms (its histogram's bucket 1,000 to "
+        "1,050 ms, over 5,871 requests on GET /hello/{latency}) by more than its bucket's top and 5 ms for the network "
+        "(1,055 ms): requests queued outside the app's request handling: in the generator, the network, or in front "
+        "of the app's request threads; the app's gauges saw a queue there: up to 174 requests waited for one of the "
+        "app's request threads (152.3 on average, perflab_request_queue)"))
+    # Where the app's gauges saw no queue, the sentence names none: the generator or the network remain.
+    quiet_pool = Saturation(app_request_queue_avg=0.0, app_request_queue_max=0.0)
+    elsewhere = rule_result(audit.queue_outside_the_app, with_p50(7.2), server_latency=GREETING, saturation=quiet_pool)
+    assert elsewhere.status is Status.WARN and elsewhere.evidence.endswith("in front of the app's request threads")
+    carriers = Saturation(app_virtual_queue_avg=3.5, app_virtual_queue_max=12.0)
+    virtual = rule_result(audit.queue_outside_the_app, with_p50(90.0), server_latency=GREETING, saturation=carriers)
+    assert virtual.evidence.endswith("up to 12 virtual threads waited for a carrier (3.5 on average, "
+                                     "perflab_virtual_thread_queue)")
+
+
+def test_a_generator_that_agrees_with_the_app_within_the_network_keeps_the_rule_quiet() -> None:
+    # MVC with 400 threads at the same rate: the generator's p50 1,003 ms inside the app's bucket.
+    kept_up = rule_result(audit.queue_outside_the_app, with_p50(1003.0), server_latency=HELLO_1000)
+    assert (kept_up.status, kept_up.evidence) == (Status.VALID, (
+        "the generator's corrected p50 1,003 ms is within 5 ms of the top of the bucket of the app's own p50 1,026 ms "
+        "(its histogram's bucket 1,000 to 1,050 ms, over 5,871 requests on GET /hello/{latency})"))
+    # wrk2's steady greeting (p50 0.89 ms) over an app answering in 0.25 to 0.5 ms, and the edge: 5.5 ms is not over.
+    assert rule_result(audit.queue_outside_the_app, STEADY, server_latency=GREETING).status is Status.VALID
+    assert rule_result(audit.queue_outside_the_app, with_p50(5.5), server_latency=GREETING).status is Status.VALID
+    assert rule_result(audit.queue_outside_the_app, with_p50(5.51), server_latency=GREETING).status is Status.WARN
+
+
+def test_without_the_apps_histogram_the_rule_is_not_evaluated_and_says_why() -> None:
+    """TechEmpower's apps may export nothing: not observed, never an error."""
+    reason = ("the app's own metrics are unobserved: Prometheus' app job has no target for tfb-quarkus (an app whose "
+              "manifest declares no metrics endpoint is not scraped)")
+    unscraped = rule_result(audit.queue_outside_the_app, unobserved={"server_latency": reason})
+    assert (unscraped.status, unscraped.evidence) == (Status.NOT_EVALUATED, f"not evaluated: {reason}")
+    beyond = ServerLatency(routes=("GET /hello/{latency}",), requests=100.0, p50=ServerQuantile(10_000.0, 10_000.0, None),
+                           p99=ServerQuantile(10_000.0, 10_000.0, None))
+    assert rule_result(audit.queue_outside_the_app, with_p50(20_000.0), server_latency=beyond).evidence == (
+        "not evaluated: the app's own p50 is beyond its histogram's last bound (10,000 ms): how far cannot be told")
+    assert audit.audit(STEADY, Observations(server_latency=GREETING)).status is Status.VALID

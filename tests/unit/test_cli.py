@@ -205,6 +205,8 @@ def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
         "mysql_up)\n"
         "  NOT_EVALUATED slo_p99: not evaluated: no p99 SLO is known for the run (slo_p99_ms in the scenario, or "
         "SLO_P99_MS=)\n"
+        "  NOT_EVALUATED queue_outside_the_app: not evaluated: no Prometheus data on the app's latency histogram "
+        "(http_server_requests_seconds)\n"
         "  NOT_EVALUATED loadgen_cpu: not evaluated: no Prometheus data\n"
         "  NOT_EVALUATED app_is_bottleneck: not evaluated: no Prometheus data for the app's and the DB's CPU and disk\n"
         "  NOT_EVALUATED tiers_not_colocated: not evaluated: no placement from the inventory\n"

@@ -32,7 +32,8 @@ def bench_inputs(tool: str, rate: int, raw_files: list[str], percentile_files: l
     return {
         "run_id": "20261120T090000Z-quarkus-greeting", "raw_output": raw_files[0],
         "raw_files": raw_files, "percentile_files": percentile_files,
-        "run": {"scenario": {"name": "greeting", "rate": rate, "connections": 10, "threads": 2, "slo_p99_ms": 25},
+        "run": {"scenario": {"name": "greeting", "rate": rate, "connections": 10, "threads": 2, "slo_p99_ms": 25,
+                             "endpoints": ["GET /greeting/{name}"]},
                 "phases": {"measure": {"environment": {"GREETING_NAME": "perflab"}}}, "tool": tool,
                 "target_url": "http://perflab-app:8080", "duration_s": 15, "warmup_s": 5,
                 "calibration_ms": 10025 if tool == "wrk2" else 0, "host_rates": [rate]},
@@ -82,6 +83,8 @@ def test_collect_writes_every_file_of_a_wrk2_run_and_marks_it_complete(tmp_path:
     observations = json.loads((run_dir / "observations.json").read_text())
     assert "no Prometheus data" in observations["unobserved"]["statements_per_request"]
     lines = done.stdout.splitlines()
+    assert not (run_dir / "timeseries.json").exists()
+    assert f"timeseries.json not written: Prometheus at {CLOSED_PROMETHEUS} is unreachable" in "\n".join(lines)
     assert lines[0] == "wrk2-measure.txt: wrk2, 24994 requests in 25 s"
     assert status.verdict is not None and f"verdict: {status.verdict.value}" in lines and any(line.startswith("bottleneck: ") for line in lines)
     assert lines[-1].startswith('CPU seconds in the measured phase by tier: {"loadgen": 5.0, "app": 5.0, "db": 5.0}')
@@ -165,13 +168,22 @@ def test_collect_timeseries_of_a_run_without_bench_inputs_reads_result_json(tmp_
     assert json.loads((run_dir / "timeseries.json").read_text())["phases"][0]["ok"] == [19, 19, 19]
 
 
-def test_collect_timeseries_of_a_wrk2_run_says_why_not(tmp_path: Path) -> None:
+def test_collect_timeseries_of_a_wrk2_run_reads_the_apps_histogram_or_says_why_not(tmp_path: Path) -> None:
+    """wrk2 keeps no request: its series come from the app's histogram in Prometheus, over the window
+    bench-inputs.json gives; Prometheus closed, none is written and the reason is the one line."""
     inputs = bench_inputs("wrk2", 1000, ["wrk2-measure.txt"], ["wrk2-measure-percentiles.json"])
     run_dir = run_dir_with(tmp_path, inputs, {"wrk2-measure.txt": WRK2_FIXTURES / "wrk2-steady-1000rps.txt"})
-    done = perflab("collect", "--timeseries", run_dir)
+    done = perflab("collect", "--timeseries", run_dir, "--prometheus", CLOSED_PROMETHEUS)
     assert done.returncode == 4 and not (run_dir / "timeseries.json").exists()
-    assert done.stderr == (f"perflab collect: error: {run_dir}: a wrk2 run: only vegeta keeps every request "
-                           "(wrk2 keeps a histogram)\n")
+    assert done.stderr.startswith(f"perflab collect: error: {run_dir}: a wrk2 run, its series from the app's "
+                                  f"histogram: Prometheus at {CLOSED_PROMETHEUS} is unreachable"), done.stderr
+    (run_dir / "bench-inputs.json").unlink()
+    (run_dir / "result.json").write_text(perflab("parse-wrk2", run_dir / "wrk2-measure.txt", "--target-rate", "1000",
+                                                 "--json").stdout)
+    done = perflab("collect", "--timeseries", run_dir)
+    assert done.returncode == 4 and done.stderr == (
+        f"perflab collect: error: {run_dir}: a wrk2 run without bench-inputs.json: its series come from the app's "
+        "histogram in Prometheus, over the window that file gives (wrk2 keeps no request)\n")
 
 
 def test_db_sessions_the_db_could_not_list_are_unobserved_with_the_reason(tmp_path: Path) -> None:

@@ -230,3 +230,12 @@ def test_no_dashboard_reads_a_retired_load_generator() -> None:
         text = (DASHBOARDS_DIR / name).read_text(encoding="utf-8")
         assert "k6" not in text.lower(), name
 
+
+
+def test_the_app_dashboard_shows_the_apps_own_p50_and_p99_from_perflab_tiers() -> None:
+    """Issue 12: the app's response time from its histogram, the PromQL perflab.tiers gives the observations."""
+    (panel,) = [p for p in visual_panels(checked_in()["app.json"]) if p["title"] == "Response time seen by the app: p50, p99"]
+    routes = 'job="app", application=~"$app", uri!~"/metrics|/health.*|/q/.*"'
+    assert [t["expr"] for t in panel["targets"]] == [tiers.app_latency_quantile(q, "$__rate_interval", routes)
+                                                     for q in (0.5, 0.99)]
+    assert panel["fieldConfig"]["defaults"]["unit"] == units.Seconds

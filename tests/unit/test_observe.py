@@ -406,6 +406,10 @@ def test_saturation_figures_left_none_say_why() -> None:
     # No bounded request-thread pool is said as such, not as a gap.
     assert scraped.unobserved["saturation.app_request_threads_max"].endswith(
         "it serves requests on no bounded thread pool (event loops or virtual threads)")
+    assert scraped.unobserved["saturation.app_event_loops"].endswith(
+        "in the window: it reports no event loop (Quarkus and Spring WebFlux do)")
+    assert scraped.unobserved["saturation.app_virtual_queue_avg"].endswith(
+        "in the window: it reports no virtual threads (Spring MVC on virtual threads does, on JDK 24 and later)")
 
 
 def test_prometheus_gone_in_the_middle_of_an_answer_is_unreachable_not_a_crash() -> None:
@@ -425,3 +429,28 @@ def test_prometheus_gone_in_the_middle_of_an_answer_is_unreachable_not_a_crash()
     with pytest.raises(PrometheusUnreachable, match=r"is unreachable \(IncompleteRead"):
         prometheus.query("up", 1000.0)
     server.join(timeout=5)
+
+
+def test_the_request_handling_gauges_are_read_over_the_window() -> None:
+    """Each scheme's gauges summed over the app's pools, averaged (or their most) over the window's scrapes."""
+    gauges = {"perflab_request_queue": 3.0, "perflab_event_loop_pending_tasks": 40.0, "perflab_event_loops": 4.0,
+              "perflab_virtual_thread_carriers_busy": 1.0, "perflab_virtual_thread_carriers_max": 2.0,
+              "perflab_virtual_thread_carriers{": 3.0, "perflab_virtual_thread_queue": 12.0}
+
+    class Gauges(EmptyLab):
+        def query(self, expr: str, at: float | None = None) -> list[Sample]:
+            self.asked.append(expr)
+            found = [value for name, value in gauges.items() if name in expr]
+            # avg_over_time gives half the most: a queue that came and went.
+            return [Sample({}, found[0] / 2 if expr.startswith("avg_") else found[0])] if found else []
+
+    lab = Gauges(scraped=True)
+    observer = observe.Observer(lab, WINDOW, "quarkus")  # type: ignore[arg-type]
+    observer.saturation(None)
+    found = observer.found.saturation
+    assert found is not None
+    assert (found.app_request_queue_avg, found.app_request_queue_max) == (1.5, 3.0)
+    assert (found.app_event_loop_pending_avg, found.app_event_loop_pending_max, found.app_event_loops) == (20.0, 40.0, 4.0)
+    assert (found.app_virtual_carriers_busy_avg, found.app_virtual_carriers_max, found.app_virtual_carriers_started_max,
+            found.app_virtual_queue_avg, found.app_virtual_queue_max) == (0.5, 2.0, 3.0, 6.0, 12.0)
+    assert 'max_over_time((sum(perflab_event_loops{job="app",application="quarkus"}))[60s:5s])' in lab.asked

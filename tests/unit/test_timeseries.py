@@ -9,6 +9,7 @@ import json
 import pytest
 
 from perflab import timeseries, vegeta
+from perflab.prometheus import Sample, Series
 from perflab.timeseries import PhaseInput, TimeSeries
 
 from .helpers import VEGETA_RUNS, vegeta_bytes
@@ -137,3 +138,83 @@ def test_the_file_round_trips_and_refuses_what_is_not_one() -> None:
     for message, broken in bad.items():
         with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
             TimeSeries.from_json(broken)
+
+
+# --- From the app's histogram in Prometheus (wrk2 keeps no request) --------------------------------
+
+
+START = 1_800_000_000.0
+GRID = [START + 5 * k for k in range(5)]  # a 20 s phase read every 5 s
+
+
+def _series(label: str, values: dict[str, list[float | None]]) -> list[Series]:
+    """Range-query series by LABEL, a value per moment of GRID (None: no sample yet)."""
+    return [Series({label: key}, tuple((t, v) for t, v in zip(GRID, points) if v is not None))
+            for key, points in values.items()]
+
+
+def test_a_phase_step_by_step_from_the_apps_counters() -> None:
+    """Each step is what the counters moved between its two ends: 200s and a first 500 that appears in the
+    third step; the app restarted in the last step (its counters start again from 0)."""
+    answers = _series("status", {"200": [1000.0, 2140.0, 3280.0, 4420.0, 1100.0], "500": [None, None, 3.0, 3.0, None]})
+    # Java's spelling of the bounds; every answer in 2-5 ms, but 10% in 5-10 ms in the second step.
+    buckets = _series("le", {"0.002": [0.0] * 5, "0.005": [1000.0, 2026.0, 3169.0, 4309.0, 1100.0],
+                             "0.01": [1000.0, 2140.0, 3283.0, 4423.0, 1100.0],
+                             "+Inf": [1000.0, 2140.0, 3283.0, 4423.0, 1100.0]})
+    phase = timeseries.histogram_phase(timeseries.PhaseWindow("measure", START, 20.0, 250.0), answers, buckets, 5.0,
+                                       origin=START)
+    assert (phase.ok, phase.errors) == ((1140, 1140, 1140, 1100), (0, 3, 0, 0))
+    assert phase.p50_ms[0] == pytest.approx(2.0 + 3.0 * 570 / 1026, abs=1e-3)
+    assert phase.p99_ms[0] is not None and 5.0 < phase.p99_ms[0] <= 10.0  # the slow tenth
+    assert all(p is not None and 2.0 < p <= 5.0 for p in (*phase.p50_ms[1:], *phase.p99_ms[1:]))
+    assert (phase.start_s, phase.files, phase.seconds) == (0.0, (), 4)
+
+
+class RangeLab:
+    """Prometheus answering range queries from a recorded answer per query kind (by its metric)."""
+
+    def __init__(self, answers: list[Series], buckets: list[Series]) -> None:
+        self.url = "http://prometheus:9090"
+        self.answers, self.buckets = answers, buckets
+        self.asked: list[tuple[str, float, float, float]] = []
+        self.answers_from = START  # the earliest range it has series for
+
+    def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
+        self.asked.append((expr, start, end, step_s))
+        if start < self.answers_from:
+            return []
+        return self.buckets if "_bucket" in expr else self.answers
+
+    def query(self, expr: str, at: float | None = None) -> list[Sample]:
+        raise AssertionError("a range query only")
+
+
+def test_a_wrk2_run_over_time_from_the_apps_histogram_says_its_source_and_resolution() -> None:
+    answers = _series("status", {"200": [0.0, 1140.0, 2280.0, 3420.0, 4560.0]})
+    buckets = _series("le", {"0.005": [0.0, 1140.0, 2280.0, 3420.0, 4560.0], "+Inf": [0.0, 1140.0, 2280.0, 3420.0, 4560.0]})
+    lab = RangeLab(answers, buckets)
+    phases = [timeseries.PhaseWindow("warmup", START - 40.0, 30.0, 250.0),
+              timeseries.PhaseWindow("measure", START, 20.0, 250.0)]
+    series = timeseries.from_app_histogram(lab, "quarkus", ["GET /greeting/{name}"], phases, 5.0)  # type: ignore[arg-type]
+    assert (series.source, series.step_s, series.origin_unix_s) == ("app-histogram", 5.0, START)
+    measured, warmup = series.phase("measure"), series.phase("warmup")
+    assert measured is not None and measured.ok == (1140,) * 4 and measured.p50_ms == (2.5,) * 4
+    assert warmup is None  # Prometheus held nothing of it: left out, not drawn as six steps without an answer
+    lab.answers_from = START - 40.0
+    warm = timeseries.from_app_histogram(lab, "quarkus", ["GET /greeting/{name}"], phases, 5.0).phase("warmup")  # type: ignore[arg-type]
+    assert warm is not None and warm.start_s == -40.0 and warm.seconds == 6
+    assert series.notes[0].startswith("From the app's own http_server_requests_seconds histogram in Prometheus "
+                                      "every 5 s, its scrape interval, on GET /greeting/{name}")
+    assert lab.asked[2] == ('sum by (status) (http_server_requests_seconds_count{job="app",application="quarkus",'
+                            'method="GET",uri="/greeting/{name}"})', START, START + 20.0, 5.0)
+    stored = TimeSeries.from_json(series.to_json())
+    assert stored == series and json.loads(series.to_json())["step_s"] == 5.0
+    # An app that exports no histogram (TechEmpower's may not): nothing to draw, and why.
+    with pytest.raises(timeseries.NoHistogram, match="the app tfb-quarkus counted no answer on GET /plaintext"):
+        timeseries.from_app_histogram(RangeLab([], []), "tfb-quarkus", ["GET /plaintext"], phases, 5.0)  # type: ignore[arg-type]
+
+
+def test_a_timeseries_json_written_before_step_s_reads_second_by_second() -> None:
+    stored = json.loads(timeseries.from_vegeta(_phase("vegeta-steady-200rps.jsonl.gz")).to_json())
+    del stored["step_s"]
+    assert TimeSeries.from_json(json.dumps(stored)).step_s == 1.0
