@@ -97,6 +97,19 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
     assert "--url=http://127.0.0.1:8080/health/ready" in record["ready_argv"] and "--status=200" in record["ready_argv"]
 
 
+def test_the_app_bound_profile_sets_a_cpu_quota_and_records_it(tmp_path: Path) -> None:
+    """PROFILE=app-bound (field report 1, step 4): one CPU at a quarter of it, the unit's CPUQuota=;
+    the other profiles set none."""
+    proc, record, out = render(tmp_path, app_name="quarkus", app_profile="app-bound")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    unit = (out / "perflab-app.service").read_text()
+    assert "\nCPUQuota=25%\n" in unit and record["deployment"]["cpu_quota_percent"] == 25
+    (tmp_path / "default").mkdir()
+    proc, record, out = render(tmp_path / "default", app_name="quarkus", app_profile="default")
+    assert proc.returncode == 0 and "CPUQuota=" not in (out / "perflab-app.service").read_text()
+    assert record["deployment"]["cpu_quota_percent"] is None
+
+
 def test_a_foreign_app_gets_its_launch_its_variables_and_no_scrape(tmp_path: Path) -> None:
     """TechEmpower's Quarkus as a foreign app: a directory artifact, other variable names, no metrics."""
     (tmp_path / "quarkus-app").mkdir()
