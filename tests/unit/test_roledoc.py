@@ -122,6 +122,60 @@ def test_no_entry_point_is_left_unused() -> None:
     assert not unused, f"entry points no playbook or role calls (a renamed tasks_from?): {unused}"
 
 
+# --- roles/_common: its imports are checked here, not at run time ---------------------------------
+
+def common_imports() -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, task) of every task of a role that imports or includes role _common."""
+    def tasks(node: Any) -> Iterator[dict[str, Any]]:
+        if isinstance(node, dict):
+            action = next((node[key] for key in ROLE_ACTIONS if key in node), None)
+            if isinstance(action, dict) and action.get("name") == "_common":
+                yield node
+            for value in node.values():
+                yield from tasks(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from tasks(item)
+
+    for path in ROLES_DIR.glob("*/tasks/*.yml"):
+        for task in tasks(roledoc.load_yaml(path)):
+            yield f"{path.relative_to(REPO)}: {task.get('name')}", task
+
+
+def test_the_common_imports_are_found() -> None:
+    entry_points = {next(task[key] for key in ROLE_ACTIONS if key in task)["tasks_from"] for _, task in common_imports()}
+    assert entry_points == {"probe.yml", "install.yml", "write.yml", "service.yml"}
+
+
+def test_common_is_imported_statically_without_a_validation_task() -> None:
+    # Ansible's validation task is tagged `always`: under --tags it would run where the role's probe
+    # did not, and fail on its undefined result (roles/_common/README.md).
+    wrong = [where for where, task in common_imports()
+             if not any(f"{prefix}import_role" in task for prefix in ("", "ansible.builtin."))
+             or next(task[key] for key in ROLE_ACTIONS if key in task).get("rolespec_validate") is not False]
+    assert not wrong, f"import _common with import_role and rolespec_validate: false: {wrong}"
+
+
+def test_common_imports_pass_the_entry_points_variables() -> None:
+    """What Ansible's validation would check, and more: a misspelt optional variable is an error here."""
+    wrong = []
+    for where, task in common_imports():
+        entry = next(task[key] for key in ROLE_ACTIONS if key in task)["tasks_from"]
+        options = ROLES["_common"].entry_points[entry].get("options") or {}
+        given = task.get("vars") or {}
+        wrong += [f"{where}: {name} is not a variable of {entry}" for name in given if name not in options]
+        wrong += [f"{where}: {entry} needs {name}" for name, spec in options.items() if spec.get("required") and name not in given]
+        for name, value in given.items():
+            suboptions = options.get(name, {}).get("options")
+            if not suboptions or not isinstance(value, list):
+                continue
+            for item in value:
+                wrong += [f"{where}: {name}: {key} is not one of {sorted(suboptions)}" for key in item if key not in suboptions]
+                wrong += [f"{where}: {name}: {item} needs {key}" for key, spec in suboptions.items()
+                          if spec.get("required") and key not in item]
+    assert not wrong, "\n".join(wrong)
+
+
 # --- rendering ----------------------------------------------------------------------------------
 
 def test_a_row_has_type_default_required_and_description_with_choices() -> None:
