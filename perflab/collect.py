@@ -358,6 +358,18 @@ def sample_cpu(start: CpuSample, end: CpuSample) -> TierCpu:
     return TierCpu(busy_cores=used_s / window_s, allotted_cores=len(start.cpus), window_s=window_s)
 
 
+def app_cpu(inputs: BenchInputs) -> TierCpu:
+    """The app host's CPU, against what the app may use: its profile's CPUs (the unit's affinity,
+    where the deployment records it) times its quota (CPUQuota=, PROFILE=app-bound's quarter of a
+    CPU), not the host's: an app throttled at a quarter of a core is saturated at 0.25 busy cores."""
+    sampled = sample_cpu(inputs.cpu_start["app"], inputs.cpu_end["app"])
+    deployment = inputs.deployment
+    cpus = len(deployment.cpu_affinity) or sampled.allotted_cores
+    quota = deployment.cpu_quota_percent
+    allotted = min(cpus, sampled.allotted_cores) * (quota / 100 if quota else 1.0)
+    return replace(sampled, allotted_cores=allotted)
+
+
 def loadgen_cpus(inputs: BenchInputs) -> tuple[TierCpu, dict[str, TierCpu] | None]:
     """The loadgen tier's CPU and, when several loadgen hosts shared the run (bench-inputs.json's
     loadgen_hosts_cpu), each one's; the tier's figure is then the busiest host's, the one that
@@ -408,7 +420,7 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
                f"({inputs.measure_started_at} .. {inputs.measure_ended_at})",
         loadgen_cpu=loadgen_cpu,
         loadgen_hosts=loadgen_hosts,
-        app_cpu=sample_cpu(inputs.cpu_start["app"], inputs.cpu_end["app"]),
+        app_cpu=app_cpu(inputs),
         db_cpu=sample_cpu(inputs.cpu_start["db"], inputs.cpu_end["db"]),
         db_name=f"{database} on {inputs.cpu_start['db'].host}",
         placements=tuple(Placement(tier=tier, host=sample.host, machine=sample.machine, cpus=sample.cpus)
@@ -422,6 +434,7 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
     if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
         observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
     allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
+    allotted["app"] = app_cpu(inputs).allotted_cores
     return observations, _utilization(prometheus_url, window, run_dir, allotted)
 
 

@@ -17,6 +17,7 @@ from perflab import collect, rundir
 from perflab.observations import DbSessions
 
 from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
+from .helpers import bench_inputs as load_inputs
 from .test_cli import perflab
 
 CLOSED_PROMETHEUS = "http://127.0.0.1:9"
@@ -246,3 +247,15 @@ def test_prometheus_stopped_in_the_middle_of_collect_is_unobserved_never_health(
     assert "no tier was saturated" not in sentence
     assert sentence.startswith("not attributed: the system kept up with the offered rate, ") and (
         "but whether a tier was saturated cannot be told: not observed: each tier's CPUs" in sentence), sentence
+
+
+def test_the_apps_cpu_is_against_what_its_profile_lets_it_use() -> None:
+    """PROFILE=app-bound: a quarter of one CPU. The app host's 0.2 busy cores are 80% of what the app
+    may use, not 20% of the host's core; without a quota, the affinity's CPUs."""
+    inputs = bench_inputs("wrk2", 500, ["wrk2-measure.txt"], [])
+    inputs["cpu_end"]["app"]["usage_usec"] = 5_000_000  # 5 s over 25 s: 0.2 cores
+    free = collect.app_cpu(load_inputs(inputs))
+    assert (free.busy_cores, free.allotted_cores) == (0.2, 1.0)
+    inputs["deployment"]["cpu_quota_percent"] = 25
+    bound = collect.app_cpu(load_inputs(inputs))
+    assert bound.allotted_cores == 0.25 and bound.busy_fraction == pytest.approx(0.8)
