@@ -20,8 +20,9 @@ class TierCpu:
 
     busy_cores: float  # average cores in use
     allotted_cores: float  # cores the tier may use (its affinity / quota, else the host's)
-    # Seconds busy_cores is the average over (the CPU samples around the measured phase, which
-    # take in the quiet time before it); None in observations written before it was kept.
+    # Seconds busy_cores is the average over (the CPU samples around the measured phase: after its
+    # quiet time since 2026-11-26, before, which took the quiet time in); None in observations
+    # written before it was kept.
     window_s: float | None = None
 
     def __post_init__(self) -> None:

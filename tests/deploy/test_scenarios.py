@@ -34,13 +34,19 @@ TWO_LOADGENS = INVENTORY.replace(
 
 
 def host_memory() -> int:
-    """This machine's memory as the loadgen role reads it: the cgroup's limit where that is lower."""
+    """This machine's memory as the loadgen role reads it: its cgroup's limit (or a parent's) where lower."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            memory = min(memory, int(Path(limit).read_text()))
-        except (OSError, ValueError):
-            pass
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers and "memory" not in controllers.split(","):
+            continue
+        root, name = ("/sys/fs/cgroup", "memory.max") if not controllers else ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        parts = [part for part in path.split("/") if part]
+        for depth in range(len(parts), -1, -1):
+            try:
+                memory = min(memory, int(Path(root, *parts[:depth], name).read_text()))
+            except (OSError, ValueError):
+                pass
     return memory
 
 
