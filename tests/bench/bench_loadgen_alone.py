@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
+import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,8 +49,8 @@ SCRIPTS = ROOT / "roles/loadgen/files"
 VEGETA = ROOT / "build/vegeta"
 SCENARIO = yaml.safe_load((ROOT / "scenarios/greeting.yml").read_text(encoding="utf-8"))
 BUDGET = 0.80  # the audit's loadgen_cpu threshold (perflab thresholds)
+INFLIGHT_SLOS = int(DEFAULTS["loadgen_vegeta_inflight_slos"])
 MIN_ACHIEVED = 0.95  # the audit's achieved_rate threshold
-PORT = 18080
 EXPORTER_PORT = 18880
 # wrk2 records nothing in its first 10 s + 5 ms x connections per thread: the invocation runs that
 # much longer than the seconds measured (as the lab's measured phase does).
@@ -100,9 +101,17 @@ def wrk2_binary() -> tuple[Path | None, str]:
     return built, f"wrk2 {commit[:12]}, built from {archive.name} (sha256 verified)"
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 @contextmanager
 def static_server(core: int) -> Iterator[str]:
-    """nginx on 127.0.0.1:PORT, one worker pinned to CORE, 200 and 'Hello, World!' for every path."""
+    """nginx on a free port of 127.0.0.1, one worker pinned to CORE, 200 and 'Hello, World!' for every path."""
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="perflab-nginx-") as home:
         config = Path(home) / "nginx.conf"
         config.write_text(f"""
@@ -112,18 +121,19 @@ http {{
   access_log off; keepalive_requests 100000000; keepalive_timeout 300s;
   client_body_temp_path {home}; proxy_temp_path {home}; fastcgi_temp_path {home}; uwsgi_temp_path {home};
   scgi_temp_path {home};
-  server {{ listen 127.0.0.1:{PORT} backlog=65535; location / {{ return 200 "Hello, World!"; }} }}
+  server {{ listen 127.0.0.1:{port} backlog=65535; location / {{ return 200 "Hello, World!"; }} }}
 }}
 """, encoding="utf-8")
         server = subprocess.Popen(["taskset", "-c", str(core), "nginx", "-c", str(config), "-p", home])
         try:
             for _ in range(50):
-                try:
-                    subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://127.0.0.1:{PORT}/"], check=True, timeout=2)
+                if server.poll() is None and subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://127.0.0.1:{port}/"],
+                                                            check=False, timeout=5).returncode == 0:
                     break
-                except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-                    time.sleep(0.1)
-            yield f"http://127.0.0.1:{PORT}"
+                time.sleep(0.1)
+            else:
+                raise RuntimeError(f"nginx did not answer on 127.0.0.1:{port} (exit status {server.poll()})")
+            yield f"http://127.0.0.1:{port}"
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -154,6 +164,11 @@ def connections(rate: int) -> int:
     return min(most, -(-needed // threads) * threads)
 
 
+def max_workers(rate: int) -> int:
+    """The lab's -max-workers for this rate (roles/loadgen vars): in flight at 4 x the SLO, at least the connections."""
+    return max(connections(rate), math.ceil(rate * float(SCENARIO["slo_p99_ms"]) / 1000 * INFLIGHT_SLOS))
+
+
 def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int) -> Step:
     threads, conns = int(SCENARIO["threads"]), connections(rate)
     with tempfile.TemporaryDirectory(prefix="perflab-wrk2-") as work:
@@ -177,7 +192,7 @@ def run_vegeta(url: str, rate: int, seconds: int, core: int, exporter: bool) -> 
                         "--key-phase", "1", "--output", str(targets)], check=True)
         argv = [str(VEGETA), "attack", "-lazy", "-format=json", f"-targets={targets}", f"-rate={rate}/1s",
                 f"-duration={seconds}s", "-max-body=0", "-timeout=30s", f"-workers={connections(rate)}",
-                f"-max-workers={rate * 30}", f"-output={results}"]
+                f"-max-workers={max_workers(rate)}", f"-output={results}"]
         if exporter:
             argv.append(f"-prometheus-addr=127.0.0.1:{EXPORTER_PORT}")
         cpu, wall, _ = measured(argv, {}, core)
