@@ -7,7 +7,7 @@ test needs that very run.
 | -------------- | --------------------------- | ---------------------------- | --------------------------- |
 | zipcodes       | local: the session's short run | local: compare            | local: compare              |
 | books-orders   | here                        | here                         | local: twice (REPEAT=2)     |
-| greeting       | SSH lab: the sweep's steps  | here                         | here                        |
+| greeting       | local: the sweep's steps    | here                         | here                        |
 | plaintext-json | here, beside TechEmpower's  | here                         | here                        |
 | hello-latency  | here                        | SSH lab: report 2 (400 threads) | SSH lab: report 2        |
 """
