@@ -229,6 +229,25 @@ def test_report_1_a_broken_app_refused_by_the_verify_phase_is_caught_too(tmp_pat
     assert relation["status"] == REPRODUCED and relation["figures"].startswith("refused before any load: incomplete: verifying")
 
 
+def test_report_1_the_broken_apps_refusal_is_no_failed_run(tmp_path: Path) -> None:
+    """The broken arm refused by the verify phase (as on the lab) and every other arm complete: exit 0."""
+
+    def run(results: Path, inventory: str, options: Sequence[str], named: str) -> tuple[int, Path | None]:
+        run_dir = results / f"2026{len(list(results.glob('2026*'))):04d}{named}"
+        run_dir.mkdir(parents=True)
+        if any("max-connections=2" in option for option in options):
+            rundir.write_status(run_dir, rundir.RunStatus(status="incomplete", failed_step="verifying the app"))
+            return 2, run_dir
+        rundir.write_status(run_dir, rundir.RunStatus(status="complete"))
+        rundir.write_result(run_dir, result(500.0, 5.0))
+        rundir.write_audit(run_dir, Verdict(status=Status.VALID, rules=()))
+        return 0, run_dir
+
+    code, text = reproduce.reproduce(REPORT_1, REPORT_1.settings, tmp_path, "inventory/local", [], run)
+    assert code == reproduce.EXIT_DONE, text
+    assert "[reproduced] 1. a run with errors is worthless" in text
+
+
 def test_report_1_arms_stage_each_step_through_the_bench() -> None:
     options = {arm.key: reproduce.bench_options(REPORT_1, arm, REPORT_1.settings) for arm in REPORT_1.arms}
     assert '{"app_jvm_opts": ["-Dquarkus.http.limits.max-connections=2"]}' in options["broken"]
