@@ -20,7 +20,7 @@ Commands:
       the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS);
       the rules are the audit's (perflab/audit.py, its document audit.json). `perflab audit` was its
       old name: it says so, exit 2
-  perflab thresholds                                 every audit threshold with its reason
+  perflab thresholds                                 every threshold of the judge with its reason
   perflab collect RUN_DIR [--prometheus URL]
       a bench run's files from its bench-inputs.json, the tool's raw output and Prometheus: context,
       observations, utilization, result, audit, attribution, status complete (perflab/collect.py)
@@ -135,9 +135,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("result", type=Path, help="a result JSON (perflab parse-wrk2/parse-vegeta --json)")
     sub.add_argument("--observations", type=Path, metavar="OBS.json", help="what monitoring saw in the run window")
     sub.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    sub.set_defaults(command=_audit)
+    sub.set_defaults(command=_judge)
 
-    sub = commands.add_parser("thresholds", help="list every audit threshold with its reason")
+    sub = commands.add_parser("thresholds", help="list every threshold of the judge with its reason")
     sub.set_defaults(command=_thresholds)
     report.register(commands)
     history.register(commands)
@@ -228,7 +228,7 @@ def _print_result(name: str, result: RunResult, as_json: bool, notes: Sequence[s
         print(collect.result_text(name, result, notes))
 
 
-def _audit(args: argparse.Namespace) -> int:
+def _judge(args: argparse.Namespace) -> int:
     try:
         result = rundir.load_result(args.result)
         observations = None if args.observations is None else rundir.load_observations(args.observations)
@@ -238,7 +238,7 @@ def _audit(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(dumps(verdict))
     else:
-        print(collect.audit_text(verdict))
+        print(collect.verdict_text(verdict))
     return _EXIT_BY_STATUS[verdict.status]
 
 

@@ -255,7 +255,7 @@ def _latency_line(label: str, latency: LatencyDistribution) -> str:
 # The verdict (perflab judge)
 
 
-def audit_text(verdict: audit.Verdict) -> str:
+def verdict_text(verdict: audit.Verdict) -> str:
     """The verdict, then every rule, the failed ones first, then the app's cost."""
     order = [audit.Status.INVALID, audit.Status.WARN, audit.Status.VALID, audit.Status.NOT_EVALUATED]
     lines = [f"verdict: {verdict.status.value}"]
@@ -500,7 +500,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     loadgen_per_1000 = seconds.get("loadgen", 0.0) * 1000 / max(result.requests, 1)
     return "\n".join([
         result_text(" + ".join(path.name for path in files), result, notes),
-        audit_text(verdict),
+        verdict_text(verdict),
         attribution_text(found),
         utilization_note,
         timeseries_note,

@@ -356,7 +356,7 @@ def _positive_ms(text: str) -> float:
 def register(commands: Any) -> None:
     """Register `perflab sweep` on the CLI's subcommands."""
     sub = commands.add_parser(
-        "sweep", help="raise the rate step by step until the audit fails or p99 exceeds the SLO",
+        "sweep", help="raise the rate step by step until the verdict fails or p99 exceeds the SLO",
         description=__doc__.splitlines()[0],
     )
     sub.add_argument("--app", required=True)

@@ -18,6 +18,8 @@ from labkit import RESULTS, ROOT, make, read_json, run_dirs, tail
 # books-orders answered its first requests in 0.9 s on average there, 18-25 of them after wrk2's
 # 2 s timeout, errors of a run whose recorded window had none.
 RATE, DURATION, WARMUP = 50, "10s", "5s"
+# The project's own apps: each exports the lab's http_server_requests histogram.
+OWN_APPS = tuple(sorted(p.parent.name for p in (ROOT / "apps").glob("*/perflab-app.yml")))
 # The sha256 the loadgen role pins for wrk2's source archive.
 PINNED_WRK2_SHA256 = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text())["loadgen_wrk2_archive_sha256"]
 
@@ -52,6 +54,15 @@ def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int
     audit = read_json(run_dir / "audit.json")
     rules = {rule["rule"]: rule["status"] for rule in audit["rules"]}
     assert rules["no_errors"] == "VALID" and rules["achieved_rate"] == "VALID", (app, audit)
+    if app in OWN_APPS:
+        # The app's own latency from its histogram in Prometheus (the same buckets in every app): its p99
+        # on the scenario's routes, within a bucket of the figure, over the requests the generator sent.
+        observations = read_json(run_dir / "observations.json")
+        server = observations["server_latency"]
+        assert server, (app, observations["unobserved"].get("server_latency"))
+        p99 = server["p99"]
+        assert p99["bucket_low_ms"] <= p99["value_ms"] <= (p99["bucket_high_ms"] or float("inf")), (app, server)
+        assert server["requests"] >= result["requests"] * 0.9, (app, server["requests"], result["requests"])
 
 
 def compare(scenario: str, apps: tuple[str, ...], *variables: str) -> None:

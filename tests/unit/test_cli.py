@@ -174,7 +174,7 @@ def test_parse_k6_is_refused_with_what_replaces_it(args: tuple[str, ...]) -> Non
         ("vegeta-behind-1worker-100rps.jsonl.gz", "100", 1, "INVALID"),
     ],
 )
-def test_parse_then_audit(tmp_path: Path, fixture: str, rate: str, exit_code: int, verdict: str) -> None:
+def test_parse_then_judge(tmp_path: Path, fixture: str, rate: str, exit_code: int, verdict: str) -> None:
     if fixture.startswith("vegeta"):
         parsed = perflab("parse-vegeta", VEGETA_FIXTURES / fixture, "--target-rate", rate, "--duration-s", "3",
                          "--json")
