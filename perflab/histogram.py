@@ -78,5 +78,8 @@ def quantile(q: float, buckets: Cumulative) -> ServerQuantile | None:
     below = counts[index - 1] if index > 0 else 0.0
     inside = counts[index] - below
     value = high if inside <= 0 else low + (high - low) * (rank - below) / inside
-    return ServerQuantile(value * 1000.0, low * 1000.0, high * 1000.0)
+    # The interpolation lies within the bucket; in floating point it can land one ulp past a bound
+    # (5.000000000000001 ms in a bucket ending at 5 ms, a local-lab run), so it is held to the bounds.
+    low_ms, high_ms = low * 1000.0, high * 1000.0
+    return ServerQuantile(min(max(value * 1000.0, low_ms), high_ms), low_ms, high_ms)
 
