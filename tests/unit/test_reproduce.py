@@ -16,6 +16,7 @@ from perflab.audit import RuleResult, Status, Verdict
 from perflab.compare import Row
 from perflab.model import AppSettings, ErrorCounts, LatencyDistribution, RunResult
 from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_1, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
+from perflab.timeseries import Phase, TimeSeries
 
 
 def result(achieved: float, p50: float, start_ms: float = 15000.0) -> RunResult:
@@ -53,6 +54,29 @@ def test_report_2_reproduced_when_200_threads_cap_and_the_rest_hold(tmp_path: Pa
     relations = reproduce.judge(REPORT_2, report_2_rows(tmp_path), REPORT_2.settings)
     assert statuses(relations) == [REPRODUCED] * 5, relations
     assert relations[0]["figures"] == "195.7 of 300 req/s (200 threads / 1000 ms = 200 req/s)"
+
+
+def answered(run_dir: Path, per_second: Sequence[int], step_s: float = 1.0) -> None:
+    """timeseries.json with the measured phase's answers per step, as collect writes it."""
+    steps = len(per_second)
+    rundir.write_timeseries(run_dir, TimeSeries(step_s=step_s, origin_unix_s=1795671333.0, phases=(Phase(
+        phase="measure", files=("vegeta-measure.jsonl.gz",), start_s=0.0, duration_s=steps * step_s, target_rate=300.0,
+        ok=tuple(per_second), errors=(0,) * steps, p50_ms=(None,) * steps, p99_ms=(None,) * steps),)))
+
+
+def test_the_cap_is_what_the_app_answered_in_the_window_not_what_vegeta_scheduled(tmp_path: Path) -> None:
+    # The local lab's run with vegeta: 237.4 req/s scheduled within the window (vegeta kept its backlog in
+    # flight and the app answered it after the window, p99 12.7 s), 200 answered in each second but the first.
+    rows = report_2_rows(tmp_path, mvc200_rate=237.4)
+    assert statuses(reproduce.judge(REPORT_2, rows, REPORT_2.settings))[0] == NOT_REPRODUCED  # no time series
+    answered(tmp_path / "mvc200", [0] + [200] * 29)
+    relations = reproduce.judge(REPORT_2, rows, REPORT_2.settings)
+    assert statuses(relations) == [REPRODUCED] * 5, relations
+    assert relations[0]["figures"] == ("237.4 of 300 req/s (200 threads / 1000 ms = 200 req/s); the app answered "
+                                       "200.0 req/s (the median second of the window)")
+    # The app's histogram's series (one step a scrape, 5 s): an app answering every request is not capped.
+    answered(tmp_path / "mvc200", [1500] * 6, step_s=5.0)
+    assert statuses(reproduce.judge(REPORT_2, rows, REPORT_2.settings))[0] == NOT_REPRODUCED
 
 
 def test_report_2_not_reproduced_when_200_threads_hold_or_the_cap_is_blamed_elsewhere(tmp_path: Path) -> None:
