@@ -54,13 +54,13 @@ schemas: $(VENV_STAMP) ## Generate the JSON Schema of every file of a run, perfl
 test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
 	@scripts/apt-need.sh "the unit tests (the wrk2 Lua scripts run under luajit)" luajit
 	$(BIN)/mypy --strict perflab tests/unit
-	$(BIN)/pytest -q -p no:cacheprovider -n auto tests/unit tests/deploy
+	$(CHECK_ENV) $(BIN)/pytest -q -p no:cacheprovider -n auto tests/unit tests/deploy
 
 .PHONY: test-report
 test-report: $(VENV_STAMP) ## The HTML report from real tool output and bad input, opened in headless Chromium (screenshot: build/test-artifacts/report.png)
 	@scripts/apt-need.sh "the report test (headless Chromium)" chromium fonts-dejavu-core
 	$(BIN)/mypy --strict tests/report
-	$(BIN)/pytest -q -p no:cacheprovider tests/report
+	$(CHECK_ENV) $(BIN)/pytest -q -p no:cacheprovider tests/report
 
 .PHONY: lint
 lint: $(VENV_STAMP) ## yamllint, ansible-lint (production profile), syntax-check of every playbook
@@ -99,7 +99,7 @@ apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
 
 .PHONY: test-apps
 test-apps: $(VENV_STAMP) apps-prereqs apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB
-	$(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(OWN_APPS) $(CONTRACT_VARIANTS))
+	$(CHECK_ENV) $(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(OWN_APPS) $(CONTRACT_VARIANTS))
 
 .PHONY: bench-apps
 bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS pinned to one core with vegeta (the lab's request sequence, build/vegeta): start time, max RSS, req/s on /greeting and /zipcodes
@@ -311,10 +311,14 @@ endef
 # output whole when it ends (their exit status in CHECKS_STATUS), beside the local lab's bad-input tests
 # and its lab-up from nothing, which mostly wait on apt and debootstrap. The local lab's first run waits for CHECKS_STATUS (PERFLAB_TEST_LAB_WAITS_FOR,
 # tests/conftest.py): a run measured while the unit tests take both cores would judge that, not the app.
+# The tests that run make themselves (make history, deploy, report) get none of this make's flags
+# (CHECK_ENV): a make under -j2 would hand them a jobserver they cannot reach, and make warns on stderr.
+CHECK_ENV ?=
 CHECKS_STATUS := $(CURDIR)/build/checks-exit-status
 define start_checks
 rm -f $(CHECKS_STATUS) && mkdir -p $(dir $(CHECKS_STATUS)) && \
-{ $(MAKE) --no-print-directory -j2 --output-sync=target $(BUILT) test-unit test-apps lint test-report; \
+{ $(MAKE) --no-print-directory -j2 --output-sync=target $(BUILT) test-unit test-apps lint test-report \
+  CHECK_ENV='env -u MAKEFLAGS -u MFLAGS'; \
   echo $$? > $(CHECKS_STATUS).part && mv $(CHECKS_STATUS).part $(CHECKS_STATUS); } 2>&1 | sed -u 's/^/checks | /' &
 endef
 # After the local lab's share: its status becomes 1 where the checks failed (wait_ssh_lab reads it).

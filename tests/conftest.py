@@ -30,7 +30,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
         assert down.returncode == 0, tail(down.stdout)
     up = make("lab-up")
     assert up.returncode == 0, f"make lab-up INVENTORY={INVENTORY} failed:\n" + tail(up.stdout, 120)
-    _wait_for_checks(request.config.pluginmanager.get_plugin("terminalreporter"))
+    _wait_for_checks(request.config.pluginmanager.getplugin("capturemanager"))
     yield up.stdout
     if not REUSE_LAB:
         make("lab-down")
@@ -43,11 +43,15 @@ WAITS_FOR = os.environ.get("PERFLAB_TEST_LAB_WAITS_FOR")
 CHECKS_TIMEOUT_S = 1800
 
 
-def _wait_for_checks(terminal: Any) -> None:
+def _wait_for_checks(capture: Any) -> None:
     if not WAITS_FOR:
         return
     status, started = Path(WAITS_FOR), time.monotonic()
-    say = terminal.write_line if terminal is not None else print
+
+    def say(line: str) -> None:  # on the terminal, through pytest's capture of a fixture's output
+        with capture.global_and_fixture_disabled():
+            print(line, flush=True)
+
     say(f"\nthe lab is up; its runs wait for the checks beside it to end ({status})")
     while not status.exists():
         if time.monotonic() - started > CHECKS_TIMEOUT_S:
