@@ -309,8 +309,9 @@ echo "$@: the rest exited $$here, the SSH lab's tests (lines 'ssh-lab | ') $$ssh
 endef
 # make test: lint and the unit, report and contract tests in the background too, two at a time, each one's
 # output whole when it ends (their exit status in CHECKS_STATUS), beside the local lab's bad-input tests
-# and its lab-up from nothing, which mostly wait on apt and debootstrap. The local lab's first run waits for CHECKS_STATUS (PERFLAB_TEST_LAB_WAITS_FOR,
-# tests/conftest.py): a run measured while the unit tests take both cores would judge that, not the app.
+# and its lab-up from nothing, which mostly wait on apt and debootstrap. The local lab's first run waits
+# for CHECKS_STATUS (PERFLAB_TEST_LAB_WAITS_FOR, tests/conftest.py): a run measured while the unit tests
+# take both cores would judge that, not the app.
 # The tests that run make themselves (make history, deploy, report) get none of this make's flags
 # (CHECK_ENV): a make under -j2 would hand them a jobserver they cannot reach, and make warns on stderr.
 CHECK_ENV ?=
