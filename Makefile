@@ -13,9 +13,19 @@ RESULTS ?= $(or $(PERFLAB_RESULTS_DIR),results)
 export PERFLAB_RESULTS_DIR := $(abspath $(RESULTS))
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
-# vegeta, built on the controller by `make vegeta` (see there).
-VEGETA_VERSION := v12.13.0
+# vegeta, built on the controller by `make vegeta` (see there), at the version the loadgen role
+# installs: its default loadgen_vegeta_version is the one place that says it.
+VEGETA_VERSION := $(shell sed -n 's/^loadgen_vegeta_version: *//p' roles/loadgen/defaults/main.yml)
 VEGETA := build/vegeta
+
+# (Defined before the rules that name it among their prerequisites: make expands those as it reads them.)
+# async-profiler (Apache-2.0), the app's profiler: its jar on Maven Central carries the agent
+# library for each platform (linux-x64/, linux-arm64/libasyncProfiler.so), fetched with the apps'
+# Maven like any build dependency and never on a lab host at run time. The app host loads it into
+# the running JVM for the measured window (roles/app/files/perflab_profile.py).
+ASYNC_PROFILER_VERSION := 4.2
+ASYNC_PROFILER_DIR := build/async-profiler-$(ASYNC_PROFILER_VERSION)
+ASYNC_PROFILER := $(ASYNC_PROFILER_DIR)/linux-x64/libasyncProfiler.so
 
 .PHONY: help
 help: ## List the targets
@@ -30,8 +40,20 @@ $(VENV_STAMP): requirements.txt pyproject.toml
 .PHONY: venv
 venv: $(VENV_STAMP) ## Create the controller virtualenv (.venv) from requirements.txt
 
+# TechEmpower's FrameworkBenchmarks checkout, whose Quarkus the matrix measures beside ours (tests/matrix_lab,
+# apps/peers/tfb-quarkus.yml): CI keeps it beside the clone. Exported so that the lab tests find it.
+PERFLAB_TFB_DIR ?= $(abspath $(CURDIR)/../shared/peers/tfb-57d92fb)
+export PERFLAB_TFB_DIR
+
+# What make test and test-lab need and cannot install, checked before they install or run anything
+# (scripts/test-needs.sh: wrk2's source, TechEmpower's checkout; Go where vegeta is not built yet).
+.PHONY: test-needs
+test-needs:
+	@[ -x $(VEGETA) ] || { $(require_go); }
+	@scripts/test-needs.sh roles/loadgen/defaults/main.yml "$(PERFLAB_TFB_DIR)"
+
 .PHONY: test
-test: $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## Everything CI runs: lint, unit tests, the report in Chromium, the apps' contract suite, the lab end-to-end tests (the SSH lab's share from the start, beside the rest)
+test: test-needs $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## Everything CI runs: lint, unit tests, the report in Chromium, the apps' contract suite, the lab end-to-end tests (the SSH lab's share from the start, beside the rest)
 	@$(start_ssh_lab) \
 	$(start_checks) \
 	PERFLAB_TEST_LAB_WAITS_FOR=$(CHECKS_STATUS) $(MAKE) --no-print-directory $(BUILT) test-local-lab; \
@@ -50,10 +72,15 @@ roledocs: $(VENV_STAMP) ## Generate the variables section of every roles/*/READM
 schemas: $(VENV_STAMP) ## Generate the JSON Schema of every file of a run, perflab/schemas/*.schema.json, from perflab/rundir.py's models (commit the output; a unit test fails on drift)
 	$(BIN)/python -m perflab.rundir perflab/schemas
 
+HOST_PROGRAMS = $(wildcard roles/*/files/*.py roles/*/files/*/*.py)
+
 .PHONY: test-unit
-test-unit: $(VENV_STAMP) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
+test-unit: $(VENV_STAMP) $(ASYNC_PROFILER) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)
 	@scripts/apt-need.sh "the unit tests (the wrk2 Lua scripts run under luajit)" luajit
 	$(BIN)/mypy --strict perflab tests/unit
+	@# The programs the roles put on lab hosts: standalone files (each its own module, standard library only).
+	@for f in $(HOST_PROGRAMS); do $(BIN)/mypy --strict --no-error-summary $$f || exit 1; done; \
+	  echo "mypy --strict: every host program passes ($(words $(HOST_PROGRAMS)) files)"
 	$(CHECK_ENV) $(BIN)/pytest -q -p no:cacheprovider -n auto tests/unit tests/deploy
 
 .PHONY: test-report
@@ -132,7 +159,7 @@ lab-status: $(VENV_STAMP) ## Each host: its tier, its services; the health of ev
 .PHONY: db-reset
 db-reset: $(VENV_STAMP) ## Restore the database's seed state (apps/db/seed.sql); the benchmark runner does it before every run
 	$(require_inventory)
-	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/db_reset.yml $(ANSIBLE_ARGS)
+	PERFLAB_RUN_PID=$$$$ $(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/db_reset.yml $(ANSIBLE_ARGS)
 
 # The app under test: APP= a manifest's name or path. Options left empty keep the inventory's (or
 # the role's) defaults; variants not chosen keep the manifest's defaults.
@@ -152,18 +179,36 @@ APP_BUILD = $(BIN)/perflab app build '$(APP)' --variant '$(VARIANTS)'
 deploy: $(VENV_STAMP) build-prereqs ## Deploy APP=<name or manifest path> [PROFILE=default|io-vs-worker|virtual-threads-db] [VARIANT="k=v ..."] (THREADS=platform|virtual, DISPATCH=io|worker); stops the previous app
 	$(require_inventory)
 	@$(APP_BUILD)
-	$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) \
+	PERFLAB_RUN_PID=$$$$ $(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/deploy.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) \
 	  $(if $(PROFILE),-e app_profile=$(PROFILE)) $(ANSIBLE_ARGS)
 
 # vegeta (MIT), the load generator any machine can get: built on the controller from the Go
 # module proxy (about 10 s with a warm module cache) and copied to the loadgen hosts by the bench.
+# Go is the controller's own, from PATH: vegeta's go.mod asks for 1.22, and Debian 12's golang-go
+# is 1.19, too old for its dependencies, so apt cannot provide it.
+GO_MIN := 1.22
+define require_go
+go=$$(command -v go) && [ "$$(printf '%s\n' $(GO_MIN) "$$(go env GOVERSION | sed 's/^go//')" | sort -V | head -n1)" = $(GO_MIN) ] \
+  || { echo "perflab: vegeta $(VEGETA_VERSION) needs Go $(GO_MIN) or newer on PATH ($${go:-no go}$${go:+: $$(go env GOVERSION)}): put go.dev/dl's release in /usr/local/go (Debian 12's golang-go is 1.19), or set loadgen_vegeta_url and loadgen_vegeta_sha256 to a release" >&2; exit 2; }
+endef
 $(VEGETA):
-	@command -v go >/dev/null || { echo "perflab: vegeta needs Go on the controller (apt-get install golang-go), or set loadgen_vegeta_url and loadgen_vegeta_sha256 to a release" >&2; exit 2; }
+	@$(require_go)
 	@echo "perflab: building vegeta $(VEGETA_VERSION) into $(VEGETA) (go install, from the Go module proxy)"
 	GOBIN=$(CURDIR)/build CGO_ENABLED=0 go install -trimpath github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
 
 .PHONY: vegeta
-vegeta: $(VEGETA) ## Build vegeta v12.13.0 on the controller (build/vegeta; needs Go): the load generator TOOL=auto falls back to
+vegeta: $(VEGETA) ## Build vegeta (the loadgen role's loadgen_vegeta_version) on the controller (build/vegeta; needs Go): the load generator TOOL=auto falls back to
+
+$(ASYNC_PROFILER):
+	@command -v $(MVN) >/dev/null || scripts/apt-need.sh "fetching async-profiler from Maven Central" maven
+	$(MVN) -B -q dependency:copy -Dartifact=tools.profiler:async-profiler:$(ASYNC_PROFILER_VERSION) \
+	  -DoutputDirectory=$(ASYNC_PROFILER_DIR)
+	$(PYTHON) -m zipfile -e $(ASYNC_PROFILER_DIR)/async-profiler-$(ASYNC_PROFILER_VERSION).jar $(ASYNC_PROFILER_DIR)
+	@test -f $@ || { echo "perflab: async-profiler $(ASYNC_PROFILER_VERSION)'s jar has no $(@:$(ASYNC_PROFILER_DIR)/%=%)" >&2; exit 2; }
+	touch $@
+
+.PHONY: async-profiler
+async-profiler: $(ASYNC_PROFILER) ## Fetch async-profiler 4.2 from Maven Central and extract its agent libraries (build/async-profiler-4.2/linux-x64/libasyncProfiler.so)
 
 # bench, compare and sweep: vegeta where this run may use it (TOOL=auto or vegeta) and Go can
 # build it; without Go the loadgen role says what else to set (loadgen_vegeta_url).
@@ -184,32 +229,47 @@ LATENCY_MS ?=
 # What every run of a bench, compare or sweep shares; the rate is the sweep's own, the variants each app's.
 RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
   -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' -e bench_db_cpu_hog='$(DB_CPU_HOG)' \
-  $(if $(LATENCY_MS),-e loadgen_latency_ms='$(LATENCY_MS)') $(if $(PROFILE),-e app_profile=$(PROFILE))
+  $(if $(LATENCY_MS),-e loadgen_latency_ms='$(LATENCY_MS)') $(if $(PROFILE),-e app_profile=$(PROFILE)) \
+  $(if $(PROFILE_APP),-e bench_profile_app='$(PROFILE_APP)' -e bench_async_profiler_lib=$(abspath $(ASYNC_PROFILER)))
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)
+
+# PROFILE_APP=cpu|alloc|lock|wall: the app's profile over the measured window (async-profiler, README: "Where
+# the app's time goes"); empty or off: none, the default (its cost is above the 3% a default may cost).
+PROFILE_APP ?=
 
 # REPEAT=N: each run N times on fresh JVMs (bench, compare; sweep: each rate), tagged as one repetition group; the
 # report and compare's summary give the median and the range, and say which apps cannot be told apart.
 REPEAT ?= 1
 
 .PHONY: bench
-bench: $(VENV_STAMP) build-prereqs ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [DB_CPU_HOG=] [LATENCY_MS=] [VARIANT=] [REPEAT=N]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) build-prereqs $(if $(filter-out off,$(PROFILE_APP)),$(ASYNC_PROFILER)) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [DB_CPU_HOG=] [LATENCY_MS=] [VARIANT=] [REPEAT=N] [PROFILE_APP=cpu|alloc|lock|wall|off]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
-	$(if $(filter-out 1,$(REPEAT)),$(call compare_apps,$(APP)),$(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) $(BENCH_OPTIONS) $(ANSIBLE_ARGS))
+	$(if $(filter-out 1,$(REPEAT)),$(call compare_apps,$(APP)),PERFLAB_RUN_PID=$$$$ $(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml -e app_name='$(APP)' $(VARIANT_OPTIONS) $(BENCH_OPTIONS) $(ANSIBLE_ARGS))
 
 # `make lab`: the lab's main job from nothing, the first of the README's two commands.
 LAB_APP ?= quarkus
 LAB_SCENARIO ?= zipcodes
 
+# The lab-up (docker.io, debootstrap's base image, the hosts' convergence) needs nothing the app's
+# build (Maven) or vegeta's (Go) makes, nor they it: they run side by side, their lines interleaved.
 .PHONY: lab
 lab: ## Bring up the lab and run its main job: one benchmark (LAB_APP=quarkus, LAB_SCENARIO=zipcodes) -> results/
-	$(MAKE) --no-print-directory lab-up
+	@echo "perflab: make lab: the lab-up beside the build of $(LAB_APP) and of the load generator vegeta, then one run"
+	$(MAKE) --no-print-directory -j3 --output-sync=line lab-up lab-build vegeta-if-needed
 	$(MAKE) --no-print-directory bench APP=$(LAB_APP) SCENARIO=$(LAB_SCENARIO)
 
-# $(call compare_apps,APPS): perflab compare (perflab/compare.py) with the bench's options.
-compare_apps = $(BIN)/perflab compare --inventory "$(INVENTORY)" --scenario '$(SCENARIO)' --variants '$(VARIANTS)' \
+.PHONY: lab-build
+lab-build: $(VENV_STAMP) build-prereqs
+	@echo "perflab: building $(LAB_APP) (its manifest's build) while the lab comes up"
+	@$(BIN)/perflab app build '$(LAB_APP)'
+	@echo "perflab: $(LAB_APP) built"
+
+# $(call compare_apps,APPS): perflab compare (perflab/compare.py) with the bench's options; a bad REPEAT= is
+# refused in one line naming the make target that was run (PERFLAB_AS, perflab/cli.py).
+compare_apps = PERFLAB_AS='make $@' $(BIN)/perflab compare --inventory "$(INVENTORY)" --scenario '$(SCENARIO)' --variants '$(VARIANTS)' \
   --repeat '$(REPEAT)' $(if $(1),--apps '$(1)') -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 .PHONY: compare
@@ -241,7 +301,7 @@ sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
-	$(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
+	PERFLAB_AS='make $@' $(BIN)/perflab sweep --app '$(APP)' --scenario '$(SCENARIO)' --inventory "$(INVENTORY)" \
 	  $(if $(RATES),--rates '$(RATES)') $(if $(START),--start '$(START)') $(if $(STEP),--step '$(STEP)') \
 	  $(if $(MAX),--max '$(MAX)') $(if $(SLO_P99_MS),--slo-p99-ms '$(SLO_P99_MS)') --repeat '$(REPEAT)' \
 	  -- $(VARIANT_OPTIONS) $(RUN_OPTIONS) $(ANSIBLE_ARGS)
@@ -300,10 +360,11 @@ BUILT := -o apps -o $(VEGETA)
 define start_ssh_lab
 rm -rf $(SSH_LAB_RESULTS) && mkdir -p $(SSH_LAB_RESULTS) && \
 { PERFLAB_TEST_LAB=ssh PERFLAB_RESULTS_DIR=$(SSH_LAB_RESULTS) $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS); \
-  echo $$? > $(SSH_LAB_RESULTS)/exit-status; } 2>&1 | sed -u 's/^/ssh-lab | /' &
+  echo $$? > $(SSH_LAB_RESULTS)/exit-status; } 2>&1 | tee $(SSH_LAB_RESULTS)/pytest.log | sed -u 's/^/ssh-lab | /' &
 endef
 define wait_ssh_lab
 here=$$?; wait; ssh=$$(cat $(SSH_LAB_RESULTS)/exit-status 2>/dev/null || echo 1); \
+[ $$ssh -eq 0 ] || scripts/test-failures.sh "$@: the SSH lab's tests" $(SSH_LAB_RESULTS)/pytest.log; \
 echo "$@: the rest exited $$here, the SSH lab's tests (lines 'ssh-lab | ') $$ssh"; \
 [ $$here -eq 0 ] && [ $$ssh -eq 0 ]
 endef
@@ -320,11 +381,12 @@ define start_checks
 rm -f $(CHECKS_STATUS) && mkdir -p $(dir $(CHECKS_STATUS)) && \
 { $(MAKE) --no-print-directory -j2 --output-sync=target $(BUILT) test-unit test-apps lint test-report \
   CHECK_ENV='env -u MAKEFLAGS -u MFLAGS'; \
-  echo $$? > $(CHECKS_STATUS).part && mv $(CHECKS_STATUS).part $(CHECKS_STATUS); } 2>&1 | sed -u 's/^/checks | /' &
+  echo $$? > $(CHECKS_STATUS).part && mv $(CHECKS_STATUS).part $(CHECKS_STATUS); } 2>&1 | tee $(CHECKS_STATUS).log | sed -u 's/^/checks | /' &
 endef
 # After the local lab's share: its status becomes 1 where the checks failed (wait_ssh_lab reads it).
 define wait_checks
 lab=$$?; wait; checks=$$(cat $(CHECKS_STATUS) 2>/dev/null || echo 1); \
+[ $$checks -eq 0 ] || scripts/test-failures.sh "$@: lint, the unit, report and contract tests" $(CHECKS_STATUS).log; \
 echo "$@: lint, the unit, report and contract tests (lines 'checks | ') exited $$checks"; \
 [ $$checks -eq 0 ] && (exit $$lab);
 endef
@@ -334,7 +396,7 @@ lab-prereqs:
 	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
 
 .PHONY: test-lab
-test-lab: $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, books-orders twice, a sweep, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, field report 2, every other app x scenario, ours beside TechEmpower's Quarkus)
+test-lab: test-needs $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, books-orders twice, a sweep, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, field report 2, every other app x scenario, ours beside TechEmpower's Quarkus)
 	@$(start_ssh_lab) \
 	$(MAKE) --no-print-directory $(BUILT) test-local-lab; \
 	$(wait_ssh_lab)
@@ -357,6 +419,12 @@ bench-loadgen: $(VENV_STAMP) build-prereqs $(VEGETA) ## On a lab that is up: loa
 bench-loadgen-alone: $(VENV_STAMP) $(VEGETA) ## No lab needed: each load generator alone on one core against nginx on another (wrk2 from PERFLAB_WRK2_ARCHIVE, vegeta with and without its exporter): CPU-s per 1,000 requests, the highest rate one core sends within 80%
 	@scripts/apt-need.sh "the load generators' own benchmark (a static server; wrk2's build)" nginx-light build-essential libssl-dev zlib1g-dev curl
 	$(BIN)/python tests/bench/bench_loadgen_alone.py $(if $(RATES),--rates '$(RATES)')
+
+.PHONY: bench-overhead
+bench-overhead: $(VENV_STAMP) build-prereqs $(VEGETA) ## On a lab that is up: a warm make bench and a two-app make compare, every step's seconds and the total beyond the load (target 20 s a run)
+	$(require_inventory)
+	@$(BIN)/perflab app build quarkus
+	INVENTORY="$(INVENTORY)" $(BIN)/python tests/bench/bench_overhead.py
 
 .PHONY: bench-lab
 bench-lab: $(VENV_STAMP) ## Wall time of a cold lab-up (base image present, no containers) and of a warm re-run

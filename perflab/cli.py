@@ -24,17 +24,33 @@ Commands:
   perflab collect RUN_DIR [--prometheus URL]
       a bench run's files from its bench-inputs.json, the tool's raw output and Prometheus: context,
       observations, utilization, result, audit, attribution, status complete (perflab/collect.py)
+  perflab compare [--scenario S] [--apps "A B"] [--variants "K=V ..."] [--repeat N] [-- BENCH OPTIONS]
+      every app claiming the scenario (or --apps) in turn under the same options, then one table of
+      the runs; --repeat N: each app N times in turns, the median and range (perflab/compare.py)
+  perflab sweep --app A --scenario S (--rates "R1 R2 ..." | --start R --step R --max R)
+                [--slo-p99-ms MS] [--repeat N] [-- BENCH OPTIONS]
+      one bench run per rate, increasing, until a run is incomplete, INVALID or over the p99 SLO:
+      the highest rate sustained -> <id>-sweep/sweep.json (perflab/sweep.py)
+  perflab watch [--prometheus URL] [--interval S] [--window DURATION] [--once]
+      the lab's tiers live in the terminal from Prometheus: CPU, memory, saturation, errors, the
+      busiest tier, the run in progress (perflab/watch.py)
   perflab report [--results DIR] [--output FILE]     one HTML page from a results directory (perflab/report.py)
   perflab history [--results DIR] [--output FILE.csv]
       one CSV row per judged run, oldest first (perflab/history.py); the runs not judged counted on stderr
   perflab app list|show|build|pack ...
-      the apps under test from their manifests (perflab/manifest.py, which lists its own exit codes)
+      the apps under test from their manifests (perflab/manifest.py; the command, perflab/app_cli.py, lists its exit codes)
   perflab reproduce --report 1|2|3|4|all [--rate R] [--duration D] [--warmup W] [-- BENCH OPTIONS]
       a field report's experiment as bench runs, the report's table beside the lab's, each relation it
       found marked reproduced or not (perflab/reproduce.py)
+  perflab profile summarize COLLAPSED [--json OUT] [--top N]
+      async-profiler's collapsed stacks (plain or gzip) -> the share of samples by layer (the table
+      perflab/profile.py keeps) and the top frames by self time; --json writes profile-summary.json
   perflab verify plan SCENARIO --base-url URL | check PLAN RESULTS
       the bench's verify phase: the scenario's requests and the contract's expectations, then the
       judgement of their answers and DB statements (perflab/verify.py, which lists its own exit codes)
+  perflab scenario check FILE | show FILE [--first N] [--tool wrk2|vegeta] ...
+      a scenario file refused with one line per wrong field, or the requests each tool would send
+      (perflab/scenario.py, which lists its own exit codes)
 
 Exit codes:
   0  parsed; or the audit verdict is VALID
@@ -53,11 +69,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from perflab import audit, collect, compare, history, manifest, report, reproduce, rundir, sweep, verify, watch
+from perflab import (app_cli, audit, collect, compare, history, profile, report, reproduce, rundir, scenario, sweep,
+                     verify, watch)
 from perflab.collect import InputError
 from perflab.model import RunResult, dumps
 
@@ -96,8 +116,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
 
+# The command the operator ran, where it was not perflab itself (the Makefile sets it: "make bench"). Its
+# usage errors then say one line in that command's name and words, without perflab's usage: the operator
+# typed REPEAT=0, not --repeat.
+CALLER_VARIABLE = "PERFLAB_AS"
+
+
+class Parser(argparse.ArgumentParser):
+    """perflab's argument parser; its subcommands' parsers are of this class too (add_subparsers)."""
+
+    def error(self, message: str) -> NoReturn:
+        caller = os.environ.get(CALLER_VARIABLE, "").strip()
+        if not caller:
+            super().error(message)
+        print(f"{caller}: {re.sub(r'^argument [^:]+: ', '', message)}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="perflab",
         description="Parse load-generator output and judge benchmark runs.",
         epilog="exit codes: 0 parsed or VALID, 1 INVALID, 2 usage error, 3 WARN, 4 bad input",
@@ -146,9 +183,36 @@ def _parser() -> argparse.ArgumentParser:
     compare.register(commands)
     reproduce.register(commands)
     watch.register(commands)
-    manifest.register(commands)
+    app_cli.register(commands)
     verify.register(commands)
+    scenario.register(commands)
+    sub = commands.add_parser("profile", help="async-profiler's collapsed stacks: where the app's samples go")
+    profile_commands = sub.add_subparsers(required=True, metavar="PROFILE_COMMAND")
+    sub = profile_commands.add_parser("summarize", help="the share of samples by layer and the top frames by self time")
+    sub.add_argument("collapsed", type=Path, metavar="COLLAPSED", help="collapsed stacks ('frame;...;frame count' lines; .gz too)")
+    sub.add_argument("--json", type=Path, metavar="OUT", help="also write the summary there (profile-summary.json's format)")
+    sub.add_argument("--top", type=_positive_count, default=profile.TOP_FRAMES, metavar="N",
+                     help=f"frames by self time to list (default {profile.TOP_FRAMES})")
+    sub.set_defaults(command=_profile_summarize)
     return parser
+
+
+def _positive_count(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number above 0, not {text!r}")
+    return int(text)
+
+
+def _profile_summarize(args: argparse.Namespace) -> int:
+    try:
+        stacks = profile.read_collapsed(args.collapsed)
+    except profile.ProfileError as exc:
+        raise InputError(str(exc)) from None
+    summary = profile.summarize(stacks, args.collapsed.name, top=args.top)
+    if args.json:
+        rundir.save_profile_summary(args.json, summary)
+    sys.stdout.write(profile.render(summary))
+    return EXIT_OK
 
 
 def _add_common_parse_options(sub: argparse.ArgumentParser) -> None:

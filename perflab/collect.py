@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from perflab import attribution, audit, observe, rundir, timeseries, vegeta, wrk2
+from perflab import attribution, audit, observe, profile, rundir, timeseries, vegeta, wrk2
 from perflab.model import (AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext, Repetition, RunResult,
                            ScenarioRun)
 from perflab.observations import DbSessions, Observations, Placement, TierCpu
+from perflab.observe import Utilization
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 from perflab.rundir import BenchInputs, CpuSample, RunFileError
 
@@ -167,7 +168,10 @@ def histogram_series(inputs: BenchInputs, prometheus_url: str) -> timeseries.Tim
     phases = [timeseries.PhaseWindow("measure", window.start, window.seconds, inputs.run.scenario.rate)]
     if inputs.warmup_started_at is not None and inputs.run.warmup_s > 0:
         warmup_start = _unix(inputs.warmup_started_at)
-        warmup_s = window.start - window.quiet_s - warmup_start  # it ran until the quiet time before the window
+        # It ran its invocation's seconds (bench-inputs.json keeps its end since the window is the
+        # tool's interval); in inputs written before, until the quiet time before the window.
+        warmup_s = (_unix(inputs.warmup_ended_at) if inputs.warmup_ended_at is not None
+                    else window.start - window.quiet_s) - warmup_start
         if warmup_s > 0:
             phases.insert(0, timeseries.PhaseWindow("warmup", warmup_start, warmup_s, inputs.run.scenario.rate))
     return timeseries.from_app_histogram(Prometheus(prometheus_url), inputs.deployment.app,
@@ -287,6 +291,9 @@ def context(inputs: BenchInputs) -> RunContext:
     if inputs.start_skew_ms is not None:
         # How far apart the loadgen hosts started, against the instant they agreed on.
         parameters["start_skew_ms"] = str(inputs.start_skew_ms)
+    if inputs.start_late_ms is not None:
+        # How late the tool started against the window's agreed start: its first milliseconds without load.
+        parameters["start_late_ms"] = str(inputs.start_late_ms)
     if len(run.host_rates) > 1:
         # Each loadgen host's share of the rate, in the inventory's order ("50,50", as --host-rates takes them).
         parameters["host_rates"] = ",".join(
@@ -320,7 +327,7 @@ def context(inputs: BenchInputs) -> RunContext:
         scenario=ScenarioRun(
             name=scenario.name, rate=scenario.rate, duration_s=run.duration_s, warmup_s=run.warmup_s,
             connections=scenario.connections, threads=scenario.threads, parameters=parameters,
-            slo_p99_ms=scenario.slo_p99_ms,
+            slo_p99_ms=scenario.slo_p99_ms, scenario_warmup_s=run.scenario_warmup_s,
         ),
         app=AppSettings(
             name=deployment.app, profile=deployment.profile,
@@ -350,19 +357,27 @@ def cpu_seconds(inputs: BenchInputs) -> dict[str, float]:
     return {tier: (inputs.cpu_end[tier].usage_usec - start.usage_usec) / 1e6 for tier, start in inputs.cpu_start.items()}
 
 
-def sample_cpu(start: CpuSample, end: CpuSample) -> TierCpu:
+def sample_cpu(start: CpuSample, end: CpuSample, window_s: float | None = None) -> TierCpu:
     """The CPU a host used between two cgroup samples: its busy cores over the seconds between
-    them, against the CPUs it may use."""
-    window_s = max(end.at - start.at, 1e-3)
+    them, against the CPUs it may use. The samples are read at the measured window's bounds
+    (roles/bench/files/cpu_window.py); a sampler launched after the window opened read at once, a
+    part of the window under the same load: its busy cores stand for the window's, and WINDOW_S
+    (the window's seconds) is what they average over. Without it, the seconds between the samples."""
+    sampled_s = max(end.at - start.at, 1e-3)
     used_s = (end.usage_usec - start.usage_usec) / 1e6
-    return TierCpu(busy_cores=used_s / window_s, allotted_cores=len(start.cpus), window_s=window_s)
+    return TierCpu(busy_cores=used_s / sampled_s, allotted_cores=len(start.cpus), window_s=window_s or sampled_s)
+
+
+def window_s(inputs: BenchInputs) -> float:
+    """The measured window's seconds: the tool's own interval (docs/ARCHITECTURE.md)."""
+    return _unix(inputs.measure_ended_at) - _unix(inputs.measure_started_at)
 
 
 def app_cpu(inputs: BenchInputs) -> TierCpu:
     """The app host's CPU, against what the app may use: its profile's CPUs (the unit's affinity,
     where the deployment records it) times its quota (CPUQuota=, PROFILE=app-bound's quarter of a
     CPU), not the host's: an app throttled at a quarter of a core is saturated at 0.25 busy cores."""
-    sampled = sample_cpu(inputs.cpu_start["app"], inputs.cpu_end["app"])
+    sampled = sample_cpu(inputs.cpu_start["app"], inputs.cpu_end["app"], window_s(inputs))
     deployment = inputs.deployment
     cpus = len(deployment.cpu_affinity) or sampled.allotted_cores
     quota = deployment.cpu_quota_percent
@@ -376,8 +391,8 @@ def loadgen_cpus(inputs: BenchInputs) -> tuple[TierCpu, dict[str, TierCpu] | Non
     limits. With one host or none listed: the tier's samples."""
     hosts = inputs.loadgen_hosts_cpu
     if len(hosts) <= 1:
-        return sample_cpu(inputs.cpu_start["loadgen"], inputs.cpu_end["loadgen"]), None
-    by_host = {host: sample_cpu(samples.start, samples.end) for host, samples in hosts.items()}
+        return sample_cpu(inputs.cpu_start["loadgen"], inputs.cpu_end["loadgen"], window_s(inputs)), None
+    by_host = {host: sample_cpu(samples.start, samples.end, window_s(inputs)) for host, samples in hosts.items()}
     return max(by_host.values(), key=lambda cpu: cpu.busy_fraction), by_host
 
 
@@ -415,13 +430,13 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
     database = (f"{'MariaDB' if version.group(3) or version.group(1) == 'MariaDB' else 'MySQL'} {version.group(2)}"
                 if version else "the database")
     sampled = Observations(
-        source=f"cgroup cpu.stat of each tier's host, sampled by playbooks/bench.yml around the measured phase, "
+        source=f"cgroup cpu.stat of each tier's host, read at the measured window's bounds (cpu_window.py), "
                f"and Prometheus at {prometheus_url} "
                f"({inputs.measure_started_at} .. {inputs.measure_ended_at})",
         loadgen_cpu=loadgen_cpu,
         loadgen_hosts=loadgen_hosts,
         app_cpu=app_cpu(inputs),
-        db_cpu=sample_cpu(inputs.cpu_start["db"], inputs.cpu_end["db"]),
+        db_cpu=sample_cpu(inputs.cpu_start["db"], inputs.cpu_end["db"], window_s(inputs)),
         db_name=f"{database} on {inputs.cpu_start['db'].host}",
         placements=tuple(Placement(tier=tier, host=sample.host, machine=sample.machine, cpus=sample.cpus)
                          for tier, sample in inputs.cpu_start.items()),
@@ -451,8 +466,58 @@ def _utilization(prometheus_url: str, window: observe.Window, run_dir: Path, all
     return f"utilization.json: {', '.join(utilization.tiers)}"
 
 
+def with_warmup_end(observations: Observations, run_dir: Path) -> Observations:
+    """The observations with the warm-up's last seconds from the run's timeseries.json (the audit's
+    warmed_up judges whether they settled), or why they are not known."""
+    if not (run_dir / rundir.TIMESERIES).exists():
+        end, why = None, f"{rundir.TIMESERIES} was not written (the collection's output says why)"
+    else:
+        try:
+            end, why = timeseries.warmup_end(rundir.read_timeseries(run_dir), audit.THRESHOLDS.warmup_settled_s.value)
+        except RunFileError as exc:
+            end, why = None, str(exc)
+    if end is None:
+        return replace(observations, unobserved={**observations.unobserved, "warmup_end": why})
+    return replace(observations, warmup_end=end)
+
+
+def utilization_of(run_dir: Path) -> Utilization | None:
+    """utilization.json as _observations wrote it (each tier's busy cores every scrape, for the attribution's
+    stretches); None where Prometheus had none."""
+    if not (run_dir / rundir.UTILIZATION).exists():
+        return None
+    try:
+        return rundir.read_utilization(run_dir)
+    except RunFileError as exc:
+        raise InputError(str(exc)) from None
+
+
 def attribution_text(found: attribution.Attribution) -> str:
     return "\n".join([f"bottleneck: {found.sentence}", *(f"  {line}" for line in found.evidence)])
+
+
+PROFILE_COLLAPSED = "profile.collapsed"  # roles/app/files/perflab_profile.py: the app's stacks over the window
+PROFILE_ERROR = "profile-error.json"  # the same, when the window has no profile: {"error": "..."}
+
+
+def profile_of(run_dir: Path) -> tuple[profile.ProfileSummary | None, str]:
+    """profile-summary.json from the app's collapsed stacks over the window (PROFILE_APP=cpu|alloc|lock|wall,
+    roles/bench/tasks/profile_fetch.yml), and one line on what was done ("": no profile was asked for)."""
+    collapsed = run_dir / PROFILE_COLLAPSED
+    if (run_dir / PROFILE_ERROR).exists():
+        error = json.loads(read_text(run_dir / PROFILE_ERROR)).get("error", "")
+        return None, f"the app was not profiled: {error}"
+    if not collapsed.exists():
+        return None, ""
+    try:
+        summary = profile.summarize(profile.read_collapsed(collapsed), collapsed.name)
+    except profile.ProfileError as exc:
+        return None, f"{rundir.PROFILE_SUMMARY} not written: {exc}"
+    rundir.write_profile_summary(run_dir, summary)
+    shares = profile.percentages([entry.samples for entry in summary.layers])
+    top = sorted(zip(summary.layers, shares), key=lambda pair: -pair[0].samples)[:3]
+    return summary, (f"the app's profile ({summary.samples} samples, flamegraph.html): "
+                     + ", ".join(f"{share:.0f}% {entry.title}" for entry, share in top if entry.samples))
 
 
 def collect(run_dir: Path, prometheus_url: str) -> str:
@@ -465,7 +530,6 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     run_context = context(inputs)
     rundir.write_context(run_dir, run_context)
     observations, utilization_note = _observations(inputs, run_dir, prometheus_url)
-    rundir.write_observations(run_dir, observations)
 
     files = [run_dir / name for name in inputs.measured_files]
     notes: list[str] = []
@@ -488,9 +552,14 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     else:
         timeseries_note = write_timeseries(run_dir, files, host_rates(inputs), run.duration_s, run.warmup_s, attacks)
 
+    observations = with_warmup_end(observations, run_dir)
+    rundir.write_observations(run_dir, observations)
     verdict = audit.audit(result, observations)
     rundir.write_audit(run_dir, verdict)
-    found = attribution.attribute(result, observations)
+    app_profile, profile_note = profile_of(run_dir)
+    found = attribution.attribute(result, observations, utilization=utilization_of(run_dir))
+    if app_profile is not None:
+        found = attribution.with_app_layers(found, app_profile.layers)
     rundir.write_attribution(run_dir, found)
     rundir.write_status(run_dir, rundir.RunStatus(
         status="complete", run_id=inputs.run_id, verdict=verdict.status,
@@ -504,6 +573,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         attribution_text(found),
         utilization_note,
         timeseries_note,
+        *([profile_note] if profile_note else []),
         f"CPU seconds in the measured phase by tier: {json.dumps({t: round(s, 3) for t, s in seconds.items()})}; "
         f"loadgen per 1000 requests: {loadgen_per_1000:.3f}",
     ])

@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perflab import manifest, repetitions, rundir
-from perflab.audit import Verdict
-from perflab.model import RunResult
-from perflab.rundir import RunFileError
+from perflab import app_build, manifest, repetitions, rundir
+from perflab.results import RunRow, read_run_row
 from perflab.sweep import run_bench
 
 MIB = 1024 * 1024
@@ -46,61 +44,23 @@ class App:
     counterpart: str | None = None  # the project's app a foreign one does the same work as
 
 
-@dataclass(frozen=True)
-class Row:
-    app: str
-    run_dir: Path | None
-    repetition: str  # "2/3", "" for a run made once
-    result: RunResult | None  # result.json of a complete run
-    audit: Verdict | None  # audit.json; None where it is missing or unreadable
-    state: str  # "complete", "incomplete: <why>", "no run (...)"
-
-    @property
-    def verdict(self) -> str | None:
-        return self.audit.status.value if self.audit is not None else None
-
-    def cells(self) -> list[str]:
-        """The row's cells in HEADER's order ("" where a run that did not complete has no figure)."""
-        run = self.run_dir.name if self.run_dir else "-"
-        if self.result is None:
-            return [self.app, run, self.state, *[""] * (len(HEADER) - 4), self.repetition]
-        percentiles = self.result.latency_corrected.percentiles_ms
-        errors = " ".join(f"{kind}={count}" for kind, count in self.result.errors.by_kind().items()) or "none"
-        return [
-            self.app, run, self.state,
-            f"{self.result.target_rate:g}", f"{self.result.achieved_rate:.1f}", self.result.tool,
-            *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
-            errors, self.verdict or "?",
-            _figure(_cpu(self), 1, "{:.3f}"),
-            _figure(self.audit.app_max_rss_bytes if self.audit else None, MIB, "{:.1f}"),
-            self.repetition,
-            _figure(_start_ms(self), 1, "{:.0f}"),
-        ]
-
-
-def read_row(app: str, run_dir: Path | None, repetition: str = "") -> Row:
-    if run_dir is None:
-        return Row(app, None, repetition, None, None, "no run (rejected before it started)")
-    status: rundir.RunStatus | None
-    result: RunResult | None
-    audit: Verdict | None
-    try:
-        status = rundir.read_status(run_dir)
-    except RunFileError:
-        status = None
-    try:
-        result = rundir.read_result(run_dir)
-    except RunFileError:
-        result = None
-    try:
-        audit = rundir.read_audit(run_dir)
-    except RunFileError:
-        audit = None
-    if status is None or status.status != "complete" or result is None:
-        reason = ("no status.json" if status is None else status.failed_step or status.reason
-                  or ("no readable result.json" if status.status == "complete" else "no reason recorded"))
-        return Row(app, run_dir, repetition, None, audit, f"incomplete: {reason}")
-    return Row(app, run_dir, repetition, result, audit, "complete")
+def cells(row: RunRow) -> list[str]:
+    """The row's cells in HEADER's order ("" where a run that did not complete has no figure)."""
+    run = row.run_dir.name if row.run_dir else "-"
+    if row.result is None:
+        return [row.app, run, row.state, *[""] * (len(HEADER) - 4), row.repetition]
+    percentiles = row.result.latency_corrected.percentiles_ms
+    errors = " ".join(f"{kind}={count}" for kind, count in row.result.errors.by_kind().items()) or "none"
+    return [
+        row.app, run, row.state,
+        f"{row.result.target_rate:g}", f"{row.result.achieved_rate:.1f}", row.result.tool,
+        *(f"{percentiles[p]:.2f}" if p in percentiles else "-" for p in ("50", "99", "99.9")),
+        errors, row.verdict or "?",
+        _figure(_cpu(row), 1, "{:.3f}"),
+        _figure(row.audit.app_max_rss_bytes if row.audit else None, MIB, "{:.1f}"),
+        row.repetition,
+        _figure(_start_ms(row), 1, "{:.0f}"),
+    ]
 
 
 def _figure(value: float | None, unit: float, spec: str) -> str:
@@ -112,70 +72,84 @@ HEADER = ["app", "run", "status", "target/s", "achieved/s", "tool", "p50 ms", "p
           "app CPU-s/1k req", "app max RSS MiB", "repetition", "start to first request ms"]
 
 
-def table(rows: Sequence[Row]) -> str:
+def table(rows: Sequence[RunRow]) -> str:
     # New columns go at the end: tests/bench_runs reads a row by position up to the tool.
-    cells = [row.cells() for row in rows]
-    widths = [max(len(str(r[i])) for r in [HEADER, *cells]) for i in range(len(HEADER))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [HEADER, *cells]]
+    rows_cells = [cells(row) for row in rows]
+    widths = [max(len(str(r[i])) for r in [HEADER, *rows_cells]) for i in range(len(HEADER))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [HEADER, *rows_cells]]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
-def _achieved(row: Row) -> float | None:
+def _achieved(row: RunRow) -> float | None:
     return row.result.achieved_rate if row.result else None
 
 
-def _p99(row: Row) -> float | None:
+def _p99(row: RunRow) -> float | None:
     return row.result.latency_corrected.percentiles_ms.get("99") if row.result else None
 
 
-def _cpu(row: Row) -> float | None:
+def _cpu(row: RunRow) -> float | None:
     return row.audit.app_cpu_s_per_1000_requests if row.audit else None
 
 
-def _rss(row: Row) -> float | None:
+def _rss(row: RunRow) -> float | None:
     return row.audit.app_max_rss_bytes if row.audit else None
 
 
-def _start_ms(row: Row) -> float | None:
+def _start_ms(row: RunRow) -> float | None:
     return row.result.app.start_to_first_request_ms if row.result and row.result.app else None
 
 
 # What ours/theirs compares: the app's cost per request, its memory and its start.
-OURS_THEIRS: tuple[tuple[str, Callable[[Row], float | None], float, str], ...] = (
+OURS_THEIRS: tuple[tuple[str, Callable[[RunRow], float | None], float, str], ...] = (
     ("app CPU-s/1k req", _cpu, 1, "{:.3f}"), ("max RSS MiB", _rss, MIB, "{:.0f}"),
     ("start to first request ms", _start_ms, 1, "{:.0f}"))
 
 
-def ours_theirs(rows: Sequence[Row], apps: Sequence[App]) -> list[str]:
+def ours_theirs(rows: Sequence[RunRow], apps: Sequence[App]) -> list[str]:
     """For each foreign app that ran beside its counterpart (the project's app doing the same work),
-    each figure of OURS_THEIRS as ours / theirs, from their first complete runs judged VALID or WARN."""
-    judged: dict[str, Row] = {}
+    each figure of OURS_THEIRS as ours / theirs, from the median of each app's complete runs judged
+    VALID or WARN (REPEAT=N gives N; repetitions.spread, with the range where there are several)."""
+    judged: dict[str, list[RunRow]] = {}
     for row in rows:
         if row.result is not None and row.verdict in ("VALID", "WARN"):
-            judged.setdefault(row.app, row)
+            judged.setdefault(row.app, []).append(row)
     by_name = {app.name: app.given for app in apps}
     lines = []
+    most = 1
     for app in apps:
         ours = by_name.get(app.counterpart or "")
         if ours is None or app.given not in judged or ours not in judged:
             continue
+        most = max(most, len(judged[ours]), len(judged[app.given]))
         figures = []
         for label, figure, unit, spec in OURS_THEIRS:
-            mine, theirs = figure(judged[ours]), figure(judged[app.given])
-            if mine is None or theirs is None or theirs == 0:
+            mine = repetitions.spread([figure(row) for row in judged[ours]])
+            theirs = repetitions.spread([figure(row) for row in judged[app.given]])
+            if mine is None or theirs is None or theirs.median == 0:
                 figures.append(f"{label} -")
                 continue
-            figures.append(f"{label} {spec.format(mine / unit)} / {spec.format(theirs / unit)} = {mine / theirs:.2f}")
-        lines.append(f"  {ours} / {app.given}: {', '.join(figures)}")
-    return ["perflab compare: ours / theirs (one run each; a ratio over 1 is ours costing more)", *lines] if lines else []
+            figures.append(f"{label} {_spread_text(mine, unit, spec)} / {_spread_text(theirs, unit, spec)}"
+                           f" = {mine.median / theirs.median:.2f}")
+        runs = f" ({len(judged[ours])} / {len(judged[app.given])} runs)" if most > 1 else ""
+        lines.append(f"  {ours} / {app.given}{runs}: {', '.join(figures)}")
+    each = "one run each" if most == 1 else "the medians of each app's judged runs, [their range]"
+    return [f"perflab compare: ours / theirs ({each}; a ratio over 1 is ours costing more)", *lines] if lines else []
+
+
+def _spread_text(spread: repetitions.Spread, unit: float, spec: str) -> str:
+    median = spec.format(spread.median / unit)
+    if spread.runs == 1 or spread.low == spread.high:
+        return median
+    return f"{median} [{spec.format(spread.low / unit)}-{spec.format(spread.high / unit)}]"
 
 
 # The figures summed up over repetitions: name, lower is better, the figure of one row.
-SUMMARY: tuple[tuple[str, bool, Callable[[Row], float | None]], ...] = (
+SUMMARY: tuple[tuple[str, bool, Callable[[RunRow], float | None]], ...] = (
     ("achieved/s", False, _achieved), ("p99 ms", True, _p99), ("app CPU-s/1k req", True, _cpu))
 
 
-def summary(rows: Sequence[Row]) -> list[str]:
+def summary(rows: Sequence[RunRow]) -> list[str]:
     """Per app, each figure's median [range] over its complete runs judged VALID or WARN, and per
     figure which apps cannot be told from the best (their ranges overlap)."""
     apps = list(dict.fromkeys(row.app for row in rows))
@@ -223,7 +197,7 @@ def select_apps(given: str, scenario: str, selections: list[str]) -> list[App]:
             raise manifest.ManifestError([f"no app of this comparison ({', '.join(f.name for _, f in pairs)}) has the "
                                           f"variant {selection!r}"])
     for _, found in pairs:
-        manifest.build(found)
+        app_build.build(found)
     return [App(app, found.name, " ".join(f"{k}={v}" for k, v in chosen.items()), found.counterpart)
             for (app, found), chosen in zip(pairs, variants)]
 
@@ -250,7 +224,7 @@ def main(args: argparse.Namespace) -> int:
         for line in error.problems:
             print(f"perflab compare: {line}", file=sys.stderr)
         return EXIT_USAGE
-    except manifest.BuildError as error:
+    except app_build.BuildError as error:
         print(f"perflab compare: {error}", file=sys.stderr)
         return EXIT_RUN_FAILED
     results = rundir.results_dir(args.results)
@@ -258,7 +232,7 @@ def main(args: argparse.Namespace) -> int:
     if args.repeat > 1:
         print(f"perflab compare: {' '.join(a.name for a in apps)}, {args.repeat} runs each in turns "
               f"(repetition group {group})", flush=True)
-    rows: list[Row] = []
+    rows: list[RunRow] = []
     all_complete = True
     for index in range(1, args.repeat + 1):
         for app in apps:
@@ -268,7 +242,7 @@ def main(args: argparse.Namespace) -> int:
             if args.repeat > 1:
                 run_options += ["-e", json.dumps({"bench_repetition": {"group": group, "index": index, "of": args.repeat}})]
             code, run_dir = run_bench(results, args.inventory, run_options, f"-{app.name}-{args.scenario}")
-            row = read_row(app.given, run_dir, repetition)
+            row = read_run_row(app.given, run_dir, repetition)
             rows.append(row)
             all_complete = all_complete and code == 0 and row.state == "complete"
             if run_dir is None and code != 0:

@@ -1,6 +1,6 @@
 """`perflab history`: one CSV row per judged run, so that two commits or two days can be compared.
 
-Reads the results directory as the report does (perflab.report.load: the same runs, the same
+Reads the results directory as the report does (perflab.results.load: the same runs, the same
 rule for what is judged) and writes one row per judged run (readable, with a verdict in
 audit.json), sorted by start, to results/history.csv: the run's identity (app, variant, scenario,
 asked rate, tool, profile), its verdict and its key figures. A CSV file with a header is what
@@ -10,7 +10,7 @@ figure the run did not record (NULL).
 The columns:
   run_id, started_at            the run directory's name; the measured phase's start (ISO 8601)
   app, variant                  the app's name; its variant (perflab.model.app_variant)
-  scenario, rate, tool, profile the comparable set (perflab.report.SetKey): scenario, asked req/s,
+  scenario, rate, tool, profile the comparable set (perflab.results.SetKey): scenario, asked req/s,
                                 load generator, resource profile
   commit                        the project's commit the run was made with (context.json's versions:
                                 perflab, "-dirty" with uncommitted changes); empty for runs made
@@ -41,18 +41,17 @@ import csv
 import dataclasses
 import datetime
 import io
-import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perflab import report, rundir
+from perflab import atomic, results, rundir
 from perflab.model import app_variant
 
 EXIT_WRITTEN = 0
-EXIT_NOT_WRITTEN = report.EXIT_NOT_WRITTEN
+EXIT_NOT_WRITTEN = 4
 HISTORY_NAME = "history.csv"
 RECENT_PER_SET = 5
 MIB = 1024.0 * 1024.0
@@ -82,15 +81,15 @@ class Row:
     limiting_tier: str | None
 
     @property
-    def key(self) -> report.SetKey:
+    def key(self) -> results.SetKey:
         """The comparable set the run belongs to: what the report's side-by-side sections group by."""
-        return report.SetKey(self.scenario, self.rate, self.tool, self.profile)
+        return results.SetKey(self.scenario, self.rate, self.tool, self.profile)
 
 
 COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
 
 
-def row(run: report.Run) -> Row | None:
+def row(run: results.Run) -> Row | None:
     """The run's row; None when the run was not judged (unreadable, or no verdict)."""
     if not run.judged:
         return None
@@ -129,20 +128,20 @@ def _started(entry: Row) -> tuple[datetime.datetime, str]:
     return datetime.datetime.fromisoformat(entry.started_at), entry.run_id
 
 
-def rows(runs: Sequence[report.Run]) -> list[Row]:
+def rows(runs: Sequence[results.Run]) -> list[Row]:
     """One row per judged run of `runs`, oldest first."""
     found = [r for r in map(row, runs) if r is not None]
     return sorted(found, key=_started)
 
 
-def skipped(runs: Sequence[report.Run]) -> Counter[str]:
+def skipped(runs: Sequence[results.Run]) -> Counter[str]:
     """The runs that have no row, by what the report calls them (no verdict, unreadable, incomplete, ...)."""
     return Counter(run.state for run in runs if not run.judged)
 
 
-def recent(history: Sequence[Row], per_set: int = RECENT_PER_SET) -> dict[report.SetKey, list[Row]]:
+def recent(history: Sequence[Row], per_set: int = RECENT_PER_SET) -> dict[results.SetKey, list[Row]]:
     """The last `per_set` runs of each comparable set, newest first."""
-    by_key: dict[report.SetKey, list[Row]] = {}
+    by_key: dict[results.SetKey, list[Row]] = {}
     for entry in sorted(history, key=_started, reverse=True):
         mine = by_key.setdefault(entry.key, [])
         if len(mine) < per_set:
@@ -163,16 +162,6 @@ def to_csv(history: Sequence[Row]) -> str:
     for entry in history:
         writer.writerow([_cell(getattr(entry, column)) for column in COLUMNS])
     return buffer.getvalue()
-
-
-def write(path: Path, text: str) -> None:
-    """Write `text` to `path` whole or not at all: a reader never sees half a file."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8", newline="")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,14 +185,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _history(args: argparse.Namespace) -> int:
     results_dir = rundir.results_dir(args.results)
     output: Path = args.output or results_dir / HISTORY_NAME
-    if not results_dir.is_dir():
-        print(f"perflab: error: {results_dir}: no such results directory (RESULTS=DIR or --results DIR chooses "
-              "another)", file=sys.stderr)
+    refusal = results.refusal(results_dir)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return EXIT_NOT_WRITTEN
     try:
-        runs = report.load(results_dir).runs
+        runs = results.load(results_dir).runs
         history = rows(runs)
-        write(output, to_csv(history))
+        atomic.write_text(output, to_csv(history), newline="")
     except OSError as exc:
         print(f"perflab: error: {exc.filename or output}: {exc.strerror}: no history written", file=sys.stderr)
         return EXIT_NOT_WRITTEN

@@ -28,34 +28,16 @@ so that the password stays in the app's 0600 environment file. In `artifact` the
 controller's environment, ${VAR} or ${VAR:-default} (`make deploy VAR=...` sets one). `$$` is a
 literal `$` in both.
 
-The command line (`perflab app ...`, registered in perflab/cli.py), which Make and role `app` call:
-  perflab app list [--names] [--scenario S] [--builtin]     the apps, or those claiming scenario S
-  perflab app show APP [--variant K=V ...] [--lab K=V ...] [--scenario S] [--json]
-      the app's deploy variables (what role `app` deploys) with the chosen variants; --lab gives
-      the lab's variables their values; --scenario refuses an app that does not claim S
-  perflab app build APP [--variant K=V ...]
-      runs the manifest's build when the artifact is missing or older than its sources; checks
-      that the artifact exists afterwards
-  perflab app pack APP --output FILE.tar
-      a directory artifact as one tar, rewritten only when its content changed (role `app` copies it)
-APP is a manifest's name or the path of a manifest file.
-
-Exit codes: 0 done; 1 the build failed or left no artifact; 2 refused: an unknown app, a wrong
-manifest, an unknown variant, an unclaimed scenario, an environment variable that is not set.
+Building the artifact is perflab/app_build.py's, the command line (`perflab app ...`)
+perflab/app_cli.py's.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
-import tarfile
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,16 +46,14 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import yaml  # type: ignore[import-untyped]
 
+from perflab import strict_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 APPS_DIR = ROOT / "apps"
 PEERS_DIR = APPS_DIR / "peers"
 SCENARIOS_DIR = ROOT / "scenarios"
 MANIFEST_FILE = "perflab-app.yml"
 SCHEMA_FILE = Path(__file__).resolve().with_name("app-manifest.schema.json")
-
-EXIT_OK = 0
-EXIT_BUILD_FAILED = 1
-EXIT_REFUSED = 2
 
 # The lab's variables a manifest's env and launch may use, with what role `app` gives them.
 LAB_VARIABLES = {
@@ -97,10 +77,6 @@ class ManifestError(ValueError):
     def __init__(self, problems: Sequence[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = tuple(problems)
-
-
-class BuildError(RuntimeError):
-    """The artifact could not be built, or is missing after its build."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,24 +190,6 @@ def shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-class _Loader(yaml.SafeLoader):  # type: ignore[misc]
-    """YAML that refuses a key given twice (PyYAML would keep the last silently)."""
-
-
-def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{key!r} is given twice: give each field once", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
 def schema() -> dict[str, Any]:
@@ -422,7 +380,7 @@ def load(file: Path) -> Manifest:
     """The manifest in FILE; ManifestError with one line per wrong field."""
     where = shown(file)
     try:
-        data = yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+        data = strict_yaml.load(file.read_text(encoding="utf-8"))
     except OSError as error:
         raise ManifestError([f"{where}: cannot be read: {error.strerror}"]) from None
     except yaml.YAMLError as error:
@@ -512,7 +470,7 @@ def variant_selections(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Where the artifact is, building it
+# Where the artifact is
 
 
 def _environment_value(expression: str, environ: Mapping[str, str], where: str) -> str:
@@ -525,126 +483,18 @@ def _environment_value(expression: str, environ: Mapping[str, str], where: str) 
                          f"or give a default, ${{{name}:-...}}"])
 
 
-def _controller_text(manifest: Manifest, text: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+def controller_text(manifest: Manifest, text: str, where: str, environ: Mapping[str, str] | None = None) -> str:
     values = os.environ if environ is None else environ
     return _expand(text, lambda expression: _environment_value(expression, values, f"{shown(manifest.file)}: {where}"))
 
 
 def artifact_dir(manifest: Manifest, environ: Mapping[str, str] | None = None) -> Path:
-    directory = Path(_controller_text(manifest, manifest.artifact.dir, "artifact.dir", environ))
+    directory = Path(controller_text(manifest, manifest.artifact.dir, "artifact.dir", environ))
     return (manifest.file.parent / directory).resolve()
 
 
 def artifact_path(manifest: Manifest, environ: Mapping[str, str] | None = None) -> Path:
-    return artifact_dir(manifest, environ) / _controller_text(manifest, manifest.artifact.path, "artifact.path", environ)
-
-
-def _newest(path: Path) -> float:
-    """The newest modification time of a file, or of the files below a directory (as make's
-    prerequisites were: a directory's own time changes with no source changing)."""
-    if not path.is_dir():
-        return path.stat().st_mtime
-    return max((p.stat().st_mtime for p in path.rglob("*") if p.is_file()), default=0.0)
-
-
-def artifact_problem(manifest: Manifest, path: Path) -> str | None:
-    """Why the artifact at PATH cannot be deployed, or None."""
-    jar = manifest.launch.jar
-    if jar is None:
-        if not path.is_file():
-            return f"the jar {shown(path)} does not exist" + (" (it is a directory: name the jar in it in launch.jar)"
-                                                              if path.is_dir() else "")
-        return None
-    if not path.is_dir():
-        return f"the directory {shown(path)} does not exist" + (" (it is a file: leave out launch.jar)" if path.exists() else "")
-    if not (path / jar).is_file():
-        return f"launch.jar {jar!r} is not a file in {shown(path)}"
-    return None
-
-
-def build_reason(manifest: Manifest, environ: Mapping[str, str] | None = None) -> str | None:
-    """Why the artifact must be built now, or None when it is up to date (or cannot be built)."""
-    build, path = manifest.artifact.build, artifact_path(manifest, environ)
-    if build is None:
-        return None
-    if not path.exists():
-        return f"{shown(path)} is missing"
-    base = artifact_dir(manifest, environ)
-    newest, newest_source = _newest(path), 0.0
-    for index, source in enumerate(build.sources):
-        source_path = base / _controller_text(manifest, source, f"artifact.build.sources[{index}]", environ)
-        if not source_path.exists():
-            raise ManifestError([f"{shown(manifest.file)}: artifact.build.sources[{index}]: {shown(source_path)} does "
-                                 "not exist; allowed: files or directories relative to artifact.dir"])
-        newest_source = max(newest_source, _newest(source_path))
-    return f"{shown(path)} is older than its sources" if newest_source > newest else None
-
-
-def build(manifest: Manifest, say: Callable[[str], None] = print) -> Path:
-    """Build the artifact when it is missing or older than its sources; the artifact's path.
-    BuildError when the build fails or leaves no artifact."""
-    path, reason = artifact_path(manifest), build_reason(manifest)
-    if reason is not None and manifest.artifact.build is not None:
-        spec = manifest.artifact.build
-        where = artifact_dir(manifest)
-        command = [_controller_text(manifest, c, f"artifact.build.command[{i}]") for i, c in enumerate(spec.command)]
-        env = dict(os.environ)
-        env.update({k: _controller_text(manifest, v, f"artifact.build.env.{k}") for k, v in spec.env.items()})
-        say(f"perflab app: building {manifest.name} ({reason}): {' '.join(command)} in {shown(where)}")
-        try:
-            done = subprocess.run(command, cwd=where, env=env, check=False)
-        except OSError as error:
-            raise BuildError(f"{manifest.name}: the build could not start: {' '.join(command)} in {shown(where)}: "
-                             f"{error.strerror}") from None
-        if done.returncode != 0:
-            raise BuildError(f"{manifest.name}: the build failed (exit {done.returncode}): {' '.join(command)} in "
-                             f"{shown(where)}")
-    problem = artifact_problem(manifest, path)
-    if problem is not None:
-        how = ("after its build: check artifact.path and launch.jar in " if manifest.artifact.build is not None else
-               "and its manifest has no build: build it, or fix artifact.path in ")
-        raise BuildError(f"{manifest.name}: {problem} {how}{shown(manifest.file)}")
-    return path
-
-
-def pack(manifest: Manifest, output: Path) -> bool:
-    """A directory artifact as one tar at OUTPUT (entries sorted, times and owners zeroed, so the
-    same content gives the same bytes); rewritten only when its content changed. True when written."""
-    source = artifact_path(manifest)
-    problem = artifact_problem(manifest, source)
-    if problem is not None or manifest.launch.jar is None:
-        raise BuildError(f"{manifest.name}: nothing to pack: {problem or 'the artifact is a jar, not a directory'}")
-
-    def normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-        info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
-        return info
-
-    output.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
-    os.close(handle)
-    try:
-        with tarfile.open(temporary, "w", format=tarfile.PAX_FORMAT) as tar:
-            for directory, subdirectories, files in os.walk(source):
-                subdirectories.sort()
-                here = Path(directory)
-                tar.add(here, arcname=str(source.name / here.relative_to(source)), recursive=False, filter=normal)
-                for name in sorted(files):
-                    tar.add(here / name, arcname=str(source.name / here.relative_to(source) / name), filter=normal)
-        if output.is_file() and _digest(output) == _digest(Path(temporary)):
-            return False
-        os.replace(temporary, output)
-        return True
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-
-
-def _digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return artifact_dir(manifest, environ) / controller_text(manifest, manifest.artifact.path, "artifact.path", environ)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,7 +529,7 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
     directory = manifest.launch.jar is not None
     return {
         "name": manifest.name,
-        "manifest": _recorded(manifest.file),
+        "manifest": recorded(manifest.file),
         "builtin": manifest.builtin,
         "java": max([manifest.java, *(o.java for o in options if o.java is not None)]),
         "artifact": {"path": str(path), "kind": "directory" if directory else "jar", "name": path.name},
@@ -696,7 +546,7 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
     }
 
 
-def _recorded(file: Path) -> str:
+def recorded(file: Path) -> str:
     """A manifest's path as a deployment records it: relative to the checkout when inside it."""
     try:
         return str(file.resolve().relative_to(ROOT))
@@ -722,119 +572,3 @@ def loaded() -> tuple[list[Manifest], list[str]]:
         except ManifestError as error:
             problems += error.problems
     return manifests, problems
-
-
-# ---------------------------------------------------------------------------------------------
-# The command
-
-
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `perflab app` to the CLI."""
-    app = commands.add_parser(
-        "app", help="the apps under test, from their manifests: list, show (the deploy variables), build, pack",
-        description="App manifests (perflab/manifest.py): apps/<name>/perflab-app.yml, apps/peers/<name>.yml, or a file "
-                    "given by its path.",
-        epilog="exit codes: 0 done; 1 the build failed or left no artifact; 2 refused (unknown app, wrong manifest, "
-               "unknown variant, unclaimed scenario)",
-    )
-    sub = app.add_subparsers(required=True, metavar="ACTION")
-    listing = sub.add_parser("list", help="the known apps (apps/*/perflab-app.yml, apps/peers/*.yml)")
-    listing.add_argument("--names", action="store_true", help="names only, one a line")
-    listing.add_argument("--scenario", metavar="S", help="only the apps that claim scenario S")
-    listing.add_argument("--builtin", action="store_true", help="only the project's own apps (apps/<name>/)")
-    listing.set_defaults(command=_list)
-    show = sub.add_parser("show", help="the deploy variables of APP with its variants")
-    _add_app(show)
-    show.add_argument("--lab", action="append", default=[], metavar="K=V",
-                      help=f"a lab variable's value (repeatable): {', '.join(LAB_VARIABLES)}")
-    show.add_argument("--scenario", metavar="S", help="refuse the app unless it claims scenario S")
-    show.add_argument("--json", action="store_true", help="print JSON (what role app reads)")
-    show.set_defaults(command=_show)
-    building = sub.add_parser("build", help="build APP's artifact when missing or older than its sources")
-    _add_app(building)
-    building.set_defaults(command=_build)
-    packing = sub.add_parser("pack", help="a directory artifact as one tar, rewritten only when it changed")
-    packing.add_argument("app", metavar="APP", help="a manifest's name or path")
-    packing.add_argument("--output", type=Path, required=True, metavar="FILE.tar")
-    packing.set_defaults(command=_pack)
-
-
-def _add_app(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("app", metavar="APP", help="a manifest's name or path")
-    parser.add_argument("--variant", action="append", default=[], metavar="K=V",
-                        help="choose a variant's option (repeatable; several in one, space-separated, as VARIANT=)")
-
-
-def _refuse(error: Exception) -> int:
-    for line in str(error).splitlines():
-        print(f"perflab app: {line}", file=sys.stderr)
-    return EXIT_REFUSED
-
-
-def _chosen(manifest: Manifest, args: argparse.Namespace) -> dict[str, str]:
-    return choose(manifest, [s for text in args.variant for s in variant_selections(text)])
-
-
-def _list(args: argparse.Namespace) -> int:
-    manifests, problems = loaded()
-    chosen = [m for m in manifests if (not args.scenario or args.scenario in m.scenarios) and (m.builtin or not args.builtin)]
-    rows = [[m.name, "built-in" if m.builtin else "foreign", _recorded(m.file), " ".join(m.scenarios),
-             " ".join(f"{n}={'|'.join(v.options)}" for n, v in m.variants.items()) or "-"] for m in chosen]
-    if args.names:
-        print("".join(f"{row[0]}\n" for row in rows), end="")
-    elif rows:
-        rows.insert(0, ["app", "kind", "manifest", "scenarios", "variants"])
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        for row in rows:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    return _refuse(ManifestError(problems)) if problems else EXIT_OK
-
-
-def _show(args: argparse.Namespace) -> int:
-    try:
-        manifest = resolve(args.app)
-        if args.scenario and args.scenario in scenario_names() and args.scenario not in manifest.scenarios:
-            raise ManifestError([f"{manifest.name} does not claim scenario {args.scenario!r}: it claims "
-                                 f"{', '.join(manifest.scenarios)} ({shown(manifest.file)}, scenarios)"])
-        lab = dict(_key_value(text, "--lab") for text in args.lab)
-        document = deploy_vars(manifest, _chosen(manifest, args), lab)
-    except ManifestError as error:
-        return _refuse(error)
-    if args.json:
-        print(json.dumps(document))
-    else:
-        print(yaml.safe_dump(document, sort_keys=False, default_flow_style=False), end="")
-    return EXIT_OK
-
-
-def _key_value(text: str, option: str) -> tuple[str, str]:
-    key, equals, value = text.partition("=")
-    if not equals:
-        raise ManifestError([f"{option} {text!r}: give KEY=VALUE"])
-    return key, value
-
-
-def _build(args: argparse.Namespace) -> int:
-    try:
-        manifest = resolve(args.app)
-        _chosen(manifest, args)
-        path = build(manifest)
-    except ManifestError as error:
-        return _refuse(error)
-    except BuildError as error:
-        print(f"perflab app: {error}", file=sys.stderr)
-        return EXIT_BUILD_FAILED
-    print(f"perflab app: {manifest.name}: {shown(path)} is ready")
-    return EXIT_OK
-
-
-def _pack(args: argparse.Namespace) -> int:
-    try:
-        written = pack(resolve(args.app), args.output)
-    except ManifestError as error:
-        return _refuse(error)
-    except BuildError as error:
-        print(f"perflab app: {error}", file=sys.stderr)
-        return EXIT_BUILD_FAILED
-    print(f"{'written' if written else 'unchanged'}: {args.output}")
-    return EXIT_OK

@@ -166,13 +166,16 @@ class ScenarioRun:
     name: str
     rate: float  # requests per second asked of the load generator
     duration_s: float  # measured phase
-    warmup_s: float  # warm-up the scenario asks for, excluded from the measurement
+    warmup_s: float  # warm-up as run (the scenario's, or WARMUP=), excluded from the measurement
     connections: int | None = None
     threads: int | None = None
     parameters: dict[str, str] = field(default_factory=dict)
     # The corrected p99 the run must stay within (the scenario's slo_p99_ms, or SLO_P99_MS=); None
     # in results written before the SLO was carried, and where no SLO is known.
     slo_p99_ms: float | None = None
+    # The warm-up the scenario's own file asks for, before WARMUP= (warmed_up judges against it); None in
+    # results written before it was carried.
+    scenario_warmup_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.slo_p99_ms is not None and not (math.isfinite(self.slo_p99_ms) and self.slo_p99_ms > 0):

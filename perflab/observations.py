@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from perflab.model import SCHEMA_VERSION, dumps, loads
 
 __all__ = ["RETIRED_SATURATION_FIELD", "DbSessions", "Observations", "Placement", "Saturation", "ServerLatency",
-           "ServerQuantile", "StatementsPerRequest", "TierCpu"]
+           "ServerQuantile", "StatementsPerRequest", "TierCpu", "WarmupEnd"]
 
 
 @dataclass(frozen=True)
@@ -20,9 +20,9 @@ class TierCpu:
 
     busy_cores: float  # average cores in use
     allotted_cores: float  # cores the tier may use (its affinity / quota, else the host's)
-    # Seconds busy_cores is the average over (the CPU samples around the measured phase: after its
-    # quiet time since 2026-11-26, before, which took the quiet time in); None in observations
-    # written before it was kept.
+    # Seconds busy_cores is the average over: the measured window's (its CPU read at the window's
+    # bounds since issue 22; before, the samples around the phase, wider than its load); None in
+    # observations written before it was kept.
     window_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -139,6 +139,23 @@ class ServerLatency:
 
 
 @dataclass(frozen=True)
+class WarmupEnd:
+    """The warm-up's last seconds (timeseries.json's warm-up phase): whether the app had settled at the
+    rate asked before the measured window opened."""
+
+    seconds: float  # how many seconds of the warm-up's end these figures cover
+    target_rate: float  # req/s asked
+    answered_per_s: float  # successful answers per second over them
+    errors: int  # failed answers in them
+    p99_ms: float | None  # the worst step's p99 over them; None: no answer ended in them
+    source: str  # timeseries.json's: "vegeta" (corrected latency) or "app-histogram" (the app's own)
+
+    def __post_init__(self) -> None:
+        if not (self.seconds > 0 and self.target_rate > 0 and self.answered_per_s >= 0 and self.errors >= 0):
+            raise ValueError(f"a warm-up's end covers seconds > 0 at a rate > 0 with counts >= 0, not {self}")
+
+
+@dataclass(frozen=True)
 class Observations:
     """What the monitoring and the inventory saw during the run; None = not observed (and
     `unobserved` may say why, by field name)."""
@@ -154,6 +171,9 @@ class Observations:
     db_name: str | None = None  # e.g. "MariaDB 10.11 on perflab-db"
     placements: tuple[Placement, ...] | None = None
     warmup_s: float | None = None  # warm-up actually run before the measured window
+    # Its last seconds as timeseries.json holds them; None: not observed (`unobserved` says why), and in
+    # observations written before perflab read them.
+    warmup_end: WarmupEnd | None = None
     write_share_by_third: tuple[float, float, float] | None = None  # writes / requests
     db_sessions: DbSessions | None = None
     statements_per_request: StatementsPerRequest | None = None
@@ -161,6 +181,10 @@ class Observations:
     jit_compile_s: float | None = None  # JIT compile time inside the measured window
     app_max_rss_bytes: float | None = None  # the app's largest resident memory in the window
     cpus_busy: dict[str, float] | None = None  # tier -> fraction of its CPUs busy, any process
+    # tier -> cores its own service used over the window (process-exporter's group of it: app-java, mysqld,
+    # loadgen; perflab.tiers.SERVICE_GROUPS): the rest of the tier's CPU (loadgen_cpu, app_cpu, db_cpu) ran
+    # other processes of its host. None: not observed, and in observations written before.
+    service_cpu: dict[str, float] | None = None
     saturation: Saturation | None = None
     # When the app's JVM that ran last in the measured window started, unix seconds (process-exporter's
     # oldest start time of the group app-java, the latest seen up to the window's end): later than the

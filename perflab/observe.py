@@ -72,6 +72,10 @@ JIT_METRIC = "jvm_compilation_time_ms_total"
 # process_exporter_groups) on the app host. An empty group reports Go's zero time (a large
 # negative number), hence the `> 0` where it is read.
 APP_JVM_START = 'namedprocess_namegroup_oldest_start_time_seconds{job="process",tier="app",groupname="app-java"}'
+# The app's request counter, by route: its requests, and the one whose reset says the JVM started again.
+APP_REQUESTS = 'http_server_requests_seconds_count{{job="app",application="{app}"}}'
+# The DB's statement counters read for statements per request.
+DB_STATEMENTS = 'mysql_global_status_commands_total{job="mysqld",command=~"select|insert|update|delete"}'
 # 1 while mysqld_exporter can reach the DB, 0 at each scrape it cannot (the exporter keeps running).
 DB_UP = 'mysql_up{job="mysqld"}'
 
@@ -216,12 +220,13 @@ class Observer:
         self.app = app
         base = found if found is not None else Observations()
         self.found = replace(base, unobserved=dict(base.unobserved))
+        self._app_reset: str | None = None  # app_counters_reset's answer once asked ("" = no reset)
 
     # -- small helpers ------------------------------------------------------------------------
 
     def _by_route(self, at: float) -> dict[tuple[str, str, str], float]:
         samples = self.prom.query(
-            f'sum by (method, uri, status) (http_server_requests_seconds_count{{job="app",application="{self.app}"}})',
+            f"sum by (method, uri, status) ({APP_REQUESTS.format(app=self.app)})",
             at,
         )
         return {route_key(s.labels): s.value for s in samples if is_workload(s.labels) and math.isfinite(s.value)}
@@ -236,6 +241,37 @@ class Observer:
     def _over_window(self, fn: str, expr: str) -> float | None:
         """fn_over_time of a gauge over the window, e.g. avg or max."""
         return self.prom.value(f"{fn}_over_time(({expr})[{self.window.range}:{self.window.step}])", self.window.end)
+
+    def _resets(self, series: str, at: float) -> float:
+        """How often SERIES went down from the last sample before the window's start to AT: a counter that
+        restarted from zero (its process started again). The range reaches one scrape before the start for
+        the sample the differences start from. 0 where Prometheus has no sample: nothing seen go down."""
+        span = f"{max(1, math.ceil(at - self.window.start + self.window.scrape_interval_s))}s"
+        return self.prom.value(f"sum(resets({series}[{span}]))", at) or 0.0
+
+    def missed_scrapes(self, series: str, what: str) -> str | None:
+        """Why SERIES cannot vouch for the whole window: Prometheus holds fewer of its samples in it than
+        one a scrape interval, less one (Prometheus stopped mid-run and started again, a target down);
+        None when it holds them all, or cannot say how many."""
+        w = self.window
+        expected = math.floor(w.seconds / w.scrape_interval_s)
+        held = self.prom.value(f"max(count_over_time({series}[{w.range}]))", w.end)
+        if held is None or held >= expected - 1:
+            return None
+        return (f"Prometheus holds {held:.0f} samples of {what} in the {w.seconds:.0f} s window where a scrape every "
+                f"{w.scrape_interval_s:g} s makes {expected}: what the missing part held is not known")
+
+    def app_counters_reset(self) -> str | None:
+        """Why the app's counters cannot be read as differences over the window: its request counter went
+        down between the window's start and the reading at rest after it (the JVM started again, and every
+        counter of the app with it, from zero). None when it did not. Asked once."""
+        if self._app_reset is None:
+            resets = self._resets(APP_REQUESTS.format(app=self.app), self.window.end + self.window.quiet_s)
+            self._app_reset = (f"the app {self.app}'s counters went back {resets:.0f} time(s) in the window "
+                               "(http_server_requests_seconds_count: its JVM started again, counting from zero): "
+                               "what they counted before cannot be added to what they counted after"
+                               if resets > 0 else "")
+        return self._app_reset or None
 
     def scraped(self) -> bool:
         """Whether Prometheus' app job had this app as a target: an app whose manifest declares no
@@ -252,6 +288,12 @@ class Observer:
             reason = f"the app {self.app} exported no http_server_requests_seconds_count in the window"
             for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request"):
                 self.found.unobserved[name] = reason
+            return
+        reset = self.app_counters_reset()
+        if reset is not None:
+            # Issue 24: after a restart the window's requests read 2.78 selects each where the contract says 1.
+            for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request"):
+                self.found.unobserved[name] = reset
             return
         shares = write_shares(by_moment)
         if shares is None or len(shares) != 3:
@@ -284,6 +326,12 @@ class Observer:
                 f"over {requests:.0f} requests, more than half of same_db_work's tolerance ({tolerance}); "
                 "run longer or at a higher rate")
             return
+        db_resets = self._resets(DB_STATEMENTS, at_rest + w.rest_read_s)
+        if db_resets > 0:
+            self.found.unobserved["statements_per_request"] = (
+                f"the DB's statement counters went back {db_resets:.0f} time(s) in the window (Com_*: the DB started "
+                "again, counting from zero): the window's statements are not known")
+            return
         per_request = StatementsPerRequest(*(float(r[0]) / requests for r in read if r is not None))
         self.found = replace(self.found, statements_per_request=per_request)
 
@@ -308,6 +356,10 @@ class Observer:
         return max(0.0, delta - at_rest / (t2 - t1) * (t1 - t0)), at_rest
 
     def jit(self) -> None:
+        reset = self.app_counters_reset()
+        if reset is not None:
+            self.found.unobserved["jit_compile_s"] = reset
+            return
         delta = self._delta(f'sum({JIT_METRIC}{{job="app",application="{self.app}"}})')
         if delta is None:
             self.found.unobserved["jit_compile_s"] = f"the app {self.app} does not export {JIT_METRIC}"
@@ -342,6 +394,18 @@ class Observer:
             self.found.unobserved["app_max_rss_bytes"] = "process-exporter reported no app-java group on the app host"
         else:
             self.found = replace(self.found, app_max_rss_bytes=value)
+
+    def service_cpu(self) -> None:
+        """Per tier, the cores its own service used over the window (tiers.SERVICE_GROUPS): what of the
+        host's busy CPU was MariaDB's, the JVM's, the generator's, and not a neighbour's or a hog's."""
+        found = {s.labels.get("tier", ""): s.value
+                 for s in self.prom.query(tiers.cpu_service_cores(self.window.range), self.window.end)
+                 if math.isfinite(s.value)}
+        if found:
+            self.found = replace(self.found, service_cpu=found)
+        else:
+            self.found.unobserved["service_cpu"] = ("process-exporter reported no CPU of the tiers' services "
+                                                    f"(groups {', '.join(tiers.SERVICE_GROUPS.values())}) in the window")
 
     def cpus(self, tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> None:
         """Per tier, the fraction of its CPUs busy with any process of its machine (node_exporter
@@ -409,6 +473,10 @@ class Observer:
         if not endpoints:
             self.found.unobserved["server_latency"] = "the scenario names no endpoint: which routes are its own is unknown"
             return
+        reset = self.app_counters_reset()
+        if reset is not None:
+            self.found.unobserved["server_latency"] = reset
+            return
         w = self.window
         expr = tiers.app_latency_buckets(self.app, [tiers.route(e) for e in endpoints])
 
@@ -446,9 +514,13 @@ class Observer:
         span = f"{max(1, math.ceil(at - w.start))}s"
         started = self.prom.value(
             f"max(max_over_time((({APP_JVM_START} > 0) <= {w.end:.3f})[{span}:{w.step}]))", at)
+        missed = self.missed_scrapes(APP_JVM_START, "the app JVM's start time (process-exporter)")
         if started is None:
             self.found.unobserved["app_jvm_started_at"] = (
                 "process-exporter reported no running JVM of the app (group app-java on the app host) in the window")
+        elif missed is not None and started <= w.start:
+            # A restart in the part Prometheus did not see would not show: "not restarted" is unproven.
+            self.found.unobserved["app_jvm_started_at"] = missed
         else:
             self.found = replace(self.found, app_jvm_started_at=started)
 
@@ -462,6 +534,11 @@ class Observer:
             self.found.unobserved.update(db_down_s=reason, db_down_from=reason)
             return
         if lowest >= 1:
+            missed = self.missed_scrapes(DB_UP, "mysqld_exporter's mysql_up")
+            if missed is not None:
+                # Issue 24: up at every scrape Prometheus holds is not up through the window.
+                self.found.unobserved.update(db_down_s=missed, db_down_from=missed)
+                return
             self.found = replace(self.found, db_down_s=0.0)
             return
         down = self.prom.value(f"sum(count_over_time({DB_UP}[{r}]) - sum_over_time({DB_UP}[{r}]))", w.end)
@@ -514,6 +591,7 @@ def observe(prometheus: Prometheus, window: Window, app: str,
         read(("jit_compile_s",), observer.jit)
     read(("app_max_rss_bytes",), observer.rss)
     read(("cpus_busy",), lambda: observer.cpus(tier_cpus))
+    read(("service_cpu",), observer.service_cpu)
     read(("saturation",), lambda: observer.saturation(await_ms[0], app_unobserved))
     read(("app_jvm_started_at",), observer.app_jvm)
     read(("db_down_s", "db_down_from"), observer.db_up)
@@ -534,8 +612,10 @@ class TierSeries:
     """One tier over the measured phase: [unix s, value] every scrape interval."""
 
     allotted_cores: float
-    busy_cores: tuple[tuple[float, float], ...] = ()
+    busy_cores: tuple[tuple[float, float], ...] = ()  # every process of the tier's hosts
     memory_bytes: tuple[tuple[float, float], ...] = ()
+    # Of busy_cores, its own service's (tiers.SERVICE_GROUPS); empty in files written before it was kept.
+    service_cores: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -562,11 +642,13 @@ def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mappi
             for s in prometheus.query_range(tiers.cpu_busy_cores(rate_window), window.start, window.end, step_s)}
     memory = {s.labels.get("tier", ""): s.points
               for s in prometheus.query_range(tiers.memory_resident_bytes(), window.start, window.end, step_s)}
+    service = {s.labels.get("tier", ""): s.points
+               for s in prometheus.query_range(tiers.cpu_service_cores(rate_window), window.start, window.end, step_s)}
     allotted = dict(allotted_fallback)
     allotted.update({s.labels.get("tier", ""): s.value
                      for s in prometheus.query(tiers.cpu_allotted_cores(), window.end)})
     series = {
-        tier: TierSeries(allotted[tier], busy.get(tier, ()), memory.get(tier, ()))
+        tier: TierSeries(allotted[tier], busy.get(tier, ()), memory.get(tier, ()), service.get(tier, ()))
         for tier in tiers.TIERS
         if tier in allotted and (tier in busy or tier in memory)
     }

@@ -22,6 +22,7 @@ missing or an unknown one is refused with its name), each with its own schema_ve
 | timeseries.json | perflab.timeseries.TimeSeries |
 | verify.json | VerifyReport (here; perflab.verify judges the verify phase) |
 | sweep.json | Sweep (here; perflab.sweep runs and judges it) |
+| profile-summary.json | perflab.profile.ProfileSummary |
 
 Their JSON Schemas, generated from these models, are perflab/schemas/<file>.schema.json (`make
 schemas`; a unit test fails when they drift). Ansible writes status.json, bench-inputs.json and
@@ -30,7 +31,7 @@ second per file); they carry the version these models read, and are checked agai
 when read.
 
 Files written before they carried a schema_version (status.json, bench-inputs.json,
-db-sessions.json) read as version 1, their shape then. Writes are atomic (a temporary file
+db-sessions.json) read as version 1, their shape then. Writes are atomic (perflab.atomic: a temporary file
 renamed over the old one): a reader never sees half a file.
 """
 
@@ -44,11 +45,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
+from perflab import atomic, scenario
 from perflab.attribution import Attribution
 from perflab.audit import Status, Verdict
 from perflab.model import NOT_STORED, RunContext, RunResult, SchemaError, dumps, json_schema, load_document
 from perflab.observations import Observations
 from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, Utilization
+from perflab.profile import ProfileSummary
 from perflab.timeseries import TimeSeries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +68,8 @@ UTILIZATION = "utilization.json"
 TIMESERIES = "timeseries.json"
 VERIFY = "verify.json"
 SWEEP = "sweep.json"
+# A profiled window's summary (perflab profile summarize), beside its collapsed stacks and flame graph.
+PROFILE_SUMMARY = "profile-summary.json"
 
 T = TypeVar("T")
 
@@ -115,7 +120,7 @@ class RunStatus:
 
 @dataclass(frozen=True)
 class CpuSample:
-    """A host's CPU time at one moment (roles/bench/tasks/sample_cpu.yml)."""
+    """A host's CPU time at one bound of the measured window (roles/bench/files/cpu_window.py)."""
 
     host: str
     machine: str  # the kernel's boot id: one machine
@@ -178,8 +183,10 @@ class LoadgenRun:
     target_url: str
     scenario: ScenarioInputs
     duration_s: float
-    warmup_s: float
+    warmup_s: float  # as run: the scenario's, or WARMUP=
     tool_reason: str = ""
+    # The scenario file's own warm-up, before WARMUP=; None in inputs written before it was carried.
+    scenario_warmup_s: float | None = None
     host_rates: tuple[float, ...] = ()  # each loadgen host's share of the rate, in the inventory's order
     hosts: tuple[str, ...] = ()  # the loadgen hosts, in the same order
     calibration_ms: int = 0  # wrk2: the measured invocation's first milliseconds, not recorded
@@ -230,8 +237,12 @@ class BenchInputs:
     scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S  # absent from inputs written before it was carried
     repetition: dict[str, str | int] = field(default_factory=dict)  # bench_repetition: {} for a run made once
     warmup_started_at: str | None = None
+    warmup_ended_at: str | None = None  # its start plus its invocation's seconds; None in inputs written before
     loadgen_hosts_cpu: dict[str, HostCpuSamples] = field(default_factory=dict)  # several loadgen hosts: each one's
     start_skew_ms: int | float | None = None  # how far apart the loadgen hosts started (ms), as the play rounded it
+    # How late the last loadgen host's tool started against the measured window's agreed start (ms);
+    # None in inputs written before the window was agreed ahead (issue 22).
+    start_late_ms: int | float | None = None
 
     @property
     def measured_files(self) -> tuple[str, ...]:
@@ -373,16 +384,6 @@ def _read(path: Path, cls: type[T], *, unversioned: bool = False) -> T:
         raise RunFileError(path, f"not {_WHAT[cls]}: {exc}") from None
 
 
-def _write(path: Path, text: str) -> None:
-    """Write `text` to `path` whole or not at all: a reader never sees half a file."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 def _parsed(path: Path, cls: type[T], parse: Callable[[str], T]) -> T:
     """A file whose model parses its own text (Observations drops a retired field first): its
     errors as RunFileError."""
@@ -400,6 +401,7 @@ _WHAT: dict[type, str] = {
     RunContext: "a perflab run context", Observations: "perflab observations", RunResult: "a perflab result",
     Verdict: "a perflab verdict", Attribution: "a perflab attribution", Utilization: "a perflab utilization",
     TimeSeries: "a perflab time series", VerifyReport: "a perflab verify report", Sweep: "a perflab sweep",
+    ProfileSummary: "a perflab profile summary",
 }
 
 
@@ -408,7 +410,7 @@ def read_status(run_dir: Path) -> RunStatus:
 
 
 def write_status(run_dir: Path, status: RunStatus) -> None:
-    _write(run_dir / STATUS, dumps(status))
+    atomic.write_text(run_dir / STATUS, dumps(status))
 
 
 def read_bench_inputs(run_dir: Path) -> BenchInputs:
@@ -429,7 +431,7 @@ def read_context(run_dir: Path) -> RunContext:
 
 
 def write_context(run_dir: Path, context: RunContext) -> None:
-    _write(run_dir / CONTEXT, dumps(context))
+    atomic.write_text(run_dir / CONTEXT, dumps(context))
 
 
 def load_observations(path: Path) -> Observations:
@@ -442,7 +444,7 @@ def read_observations(run_dir: Path) -> Observations:
 
 
 def write_observations(run_dir: Path, observations: Observations) -> None:
-    _write(run_dir / OBSERVATIONS, dumps(observations))
+    atomic.write_text(run_dir / OBSERVATIONS, dumps(observations))
 
 
 def load_result(path: Path) -> RunResult:
@@ -455,7 +457,7 @@ def read_result(run_dir: Path) -> RunResult:
 
 
 def write_result(run_dir: Path, result: RunResult) -> None:
-    _write(run_dir / RESULT, dumps(result))
+    atomic.write_text(run_dir / RESULT, dumps(result))
 
 
 def read_audit(run_dir: Path) -> Verdict:
@@ -463,7 +465,7 @@ def read_audit(run_dir: Path) -> Verdict:
 
 
 def write_audit(run_dir: Path, verdict: Verdict) -> None:
-    _write(run_dir / AUDIT, dumps(verdict))
+    atomic.write_text(run_dir / AUDIT, dumps(verdict))
 
 
 def read_attribution(run_dir: Path) -> Attribution:
@@ -471,7 +473,7 @@ def read_attribution(run_dir: Path) -> Attribution:
 
 
 def write_attribution(run_dir: Path, attribution: Attribution) -> None:
-    _write(run_dir / ATTRIBUTION, dumps(attribution))
+    atomic.write_text(run_dir / ATTRIBUTION, dumps(attribution))
 
 
 def read_utilization(run_dir: Path) -> Utilization:
@@ -483,7 +485,7 @@ def write_utilization(run_dir: Path, utilization: Utilization | None) -> None:
     if utilization is None:
         (run_dir / UTILIZATION).unlink(missing_ok=True)
     else:
-        _write(run_dir / UTILIZATION, dumps(utilization))
+        atomic.write_text(run_dir / UTILIZATION, dumps(utilization))
 
 
 def read_timeseries(run_dir: Path) -> TimeSeries:
@@ -491,13 +493,31 @@ def read_timeseries(run_dir: Path) -> TimeSeries:
 
 
 def write_timeseries(run_dir: Path, series: TimeSeries) -> None:
-    _write(run_dir / TIMESERIES, series.to_json())
+    atomic.write_text(run_dir / TIMESERIES, series.to_json())
 
 
 def save_verify(path: Path, report: VerifyReport) -> None:
     """verify.json where `perflab verify check --output` is told to put it (roles/bench/tasks/verify.yml:
     the run's directory)."""
-    _write(path, dumps(report))
+    atomic.write_text(path, dumps(report))
+
+
+def load_profile_summary(path: Path) -> ProfileSummary:
+    """A profile summary at PATH; read_profile_summary() reads a run's."""
+    return _read(path, ProfileSummary)
+
+
+def read_profile_summary(run_dir: Path) -> ProfileSummary:
+    return load_profile_summary(run_dir / PROFILE_SUMMARY)
+
+
+def save_profile_summary(path: Path, summary: ProfileSummary) -> None:
+    """The summary where `perflab profile summarize --json` is told to put it."""
+    atomic.write_text(path, dumps(summary))
+
+
+def write_profile_summary(run_dir: Path, summary: ProfileSummary) -> None:
+    save_profile_summary(run_dir / PROFILE_SUMMARY, summary)
 
 
 def read_sweep(sweep_dir: Path) -> Sweep:
@@ -506,7 +526,7 @@ def read_sweep(sweep_dir: Path) -> Sweep:
 
 def write_sweep(sweep_dir: Path, sweep: Sweep) -> None:
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    _write(sweep_dir / SWEEP, dumps(sweep))
+    atomic.write_text(sweep_dir / SWEEP, dumps(sweep))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,6 +538,7 @@ MODELS: dict[str, type] = {
     STATUS: RunStatus, BENCH_INPUTS: BenchInputs, DB_SESSIONS: DbSessionList, CONTEXT: RunContext,
     OBSERVATIONS: Observations, RESULT: RunResult, AUDIT: Verdict, ATTRIBUTION: Attribution,
     UTILIZATION: Utilization, TIMESERIES: TimeSeries, VERIFY: VerifyReport, SWEEP: Sweep,
+    PROFILE_SUMMARY: ProfileSummary,
 }
 
 
@@ -527,8 +548,10 @@ def schema_name(file_name: str) -> str:
 
 
 def schemas() -> dict[str, str]:
-    """Every run file's JSON Schema, by its file name under perflab/schemas/."""
-    return {schema_name(name): json.dumps(json_schema(model, name), indent=2) + "\n" for name, model in MODELS.items()}
+    """Every run file's JSON Schema, and the scenario file's (perflab/scenario.py owns it), by
+    its file name under perflab/schemas/."""
+    written = {schema_name(name): json.dumps(json_schema(model, name), indent=2) + "\n" for name, model in MODELS.items()}
+    return written | {scenario.SCHEMA_FILE: scenario.schema_text()}
 
 
 def main(argv: list[str]) -> int:

@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -312,8 +313,10 @@ def run_bench(results: Path, inventory: str, options: Sequence[str], named: str)
     and the run directory it created whose name ends with NAMED ("-<app>-<scenario>"; None: none)."""
     ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
     before = _run_dirs(results)
+    # This process owns the run: the lab's run lock names it (roles/run_lock), and a next run from
+    # this controller takes the lock over once it is gone.
     code = subprocess.call([str(ansible_playbook), "-i", inventory, str(ROOT / "playbooks" / "bench.yml"), *options],
-                           cwd=ROOT)
+                           cwd=ROOT, env={**os.environ, "PERFLAB_RUN_PID": str(os.getpid())})
     created = sorted(p for p in _run_dirs(results) - before if p.name.endswith(named))
     return code, created[-1] if created else None
 

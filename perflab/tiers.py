@@ -28,6 +28,20 @@ def cpu_busy_cores(window: str, by: str = "tier") -> str:
     return f'sum by ({by}) (rate(namedprocess_namegroup_cpu_seconds_total{{job="process"}}[{window}]))'
 
 
+# Each tier's own service: its process-exporter group (roles/process_exporter's process_exporter_groups),
+# and the name the sentences give it. What else runs on the tier's hosts (exporters, a neighbour, a
+# hog in "other") is the rest of cpu_busy_cores: a host starved by it is not its service's doing.
+SERVICE_GROUPS = {"loadgen": "loadgen", "app": "app-java", "db": "mysqld"}
+
+
+def cpu_service_cores(window: str, by: str = "tier") -> str:
+    """Cores the tier's own service used (its group on the tier's hosts), averaged over the window; a
+    tier whose service ran nothing has no series."""
+    return " or ".join(
+        f'sum by ({by}) (rate(namedprocess_namegroup_cpu_seconds_total{{job="process",tier="{tier}",'
+        f'groupname="{group}"}}[{window}]))' for tier, group in SERVICE_GROUPS.items())
+
+
 def cpu_allotted_cores(by: str = "tier") -> str:
     """Cores the tier's hosts may use (cpusets / affinity), summed over its hosts."""
     return f'sum by ({by}) (perflab_host_cpus{{job="node"}})'

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from perflab import histogram, tiers, vegeta
 from perflab.model import dumps, loads, value_at_percentile
+from perflab.observations import WarmupEnd
 from perflab.prometheus import Prometheus, Series
 
 SCHEMA_VERSION = 1
@@ -290,3 +291,20 @@ def from_app_histogram(prometheus: Prometheus, app: str, endpoints: Sequence[str
             "its buckets; the generator keeps no per-request record.")
     return TimeSeries(source=APP_HISTOGRAM_SOURCE, step_s=step_s, origin_unix_s=measure.start,
                       phases=tuple(sorted(built, key=lambda p: PHASES.index(p.phase))), notes=(note,))
+
+
+def warmup_end(series: TimeSeries, seconds: float) -> tuple[WarmupEnd | None, str]:
+    """The warm-up's last SECONDS (whole steps covering at least that long: one 5 s step of the app's
+    histogram, five seconds of vegeta's), or None with the reason where the series holds no warm-up."""
+    warmup = series.phase("warmup")
+    if warmup is None:
+        return None, ("timeseries.json holds no warm-up (a vegeta run keeps it in vegeta-warmup*.jsonl.gz, a wrk2 "
+                      "run reads it from the app's histogram)")
+    steps = min(warmup.seconds, max(1, math.ceil(seconds / series.step_s - 1e-9)))
+    if steps <= 0:
+        return None, "timeseries.json's warm-up holds no step"
+    covered = steps * series.step_s
+    p99 = [v for v in warmup.p99_ms[-steps:] if v is not None]
+    return WarmupEnd(seconds=covered, target_rate=warmup.target_rate,
+                     answered_per_s=sum(warmup.ok[-steps:]) / covered, errors=sum(warmup.errors[-steps:]),
+                     p99_ms=max(p99) if p99 else None, source=series.source), ""

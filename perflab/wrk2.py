@@ -131,7 +131,9 @@ class SocketErrors:
 @dataclass(frozen=True)
 class Wrk2Output:
     url: str
-    test_s: float  # the invocation's -d ("Running 21s test"): wrk2 counts no answer after it
+    # The invocation's -d ("Running 21s test"): wrk2 counts no answer after it. wrk prints it rounded
+    # to a whole unit ("Running 1m test" for -d 71s), so only a count of seconds gives it; None else.
+    test_s: float | None
     threads: int
     connections: int
     calibrations: tuple[Calibration, ...]
@@ -196,7 +198,7 @@ def parse(text: str) -> Wrk2Output:
 
     return Wrk2Output(
         url=header.group(2),
-        test_s=to_ms(header.group(1)) / 1000.0,
+        test_s=to_ms(header.group(1)) / 1000.0 if re.fullmatch(r"[0-9.]+s", header.group(1)) else None,
         threads=int(threads.group(1)),
         connections=int(threads.group(2)),
         calibrations=calibrations,

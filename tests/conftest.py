@@ -30,6 +30,10 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
         assert down.returncode == 0, tail(down.stdout)
     up = make("lab-up")
     assert up.returncode == 0, f"make lab-up INVENTORY={INVENTORY} failed:\n" + tail(up.stdout, 120)
+    # An operator's next command: lab-up returns once Prometheus has scraped every target, so none
+    # is "unknown" (issue 24: lab-status right after lab-up exited 2).
+    status = make("lab-status")
+    assert status.returncode == 0, "make lab-status right after make lab-up:\n" + tail(status.stdout, 40)
     _wait_for_checks(request.config.pluginmanager.getplugin("capturemanager"))
     yield up.stdout
     if not REUSE_LAB:
@@ -99,3 +103,24 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
         return None
     letter = {"passed": ".", "failed": "F", "skipped": "s"}[report.outcome]
     return report.outcome, letter, f"{report.outcome.upper()} ({time.strftime('%H:%M:%S')}, {report.duration:.0f} s)"
+
+
+# What a bare `pytest` leaves out (pyproject's testpaths: what needs no lab, no database, no
+# browser), and the make target that installs what each needs and runs it.
+NOT_IN_A_BARE_RUN = (
+    ("make test-report", "the report in headless Chromium (tests/report/test_report_browser.py)"),
+    ("make test-apps", "the apps' contract suite: Maven, a private MariaDB (tests/contract)"),
+    ("make test-local-lab", "the local lab's share, on docker containers (the Makefile's LOCAL_LAB_TESTS)"),
+    ("make test-ssh-lab", "the SSH lab's share, on five fresh machines (the Makefile's SSH_LAB_TESTS)"),
+    ("make test-reproduce", "field report 2 on the local lab (tests/reproduce_lab)"),
+    ("make test", "all of it, as CI runs it"),
+)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return
+    terminalreporter.write_sep("-", "a bare pytest runs only what needs no lab; the rest")
+    width = max(len(target) for target, _ in NOT_IN_A_BARE_RUN)
+    for target, what in NOT_IN_A_BARE_RUN:
+        terminalreporter.write_line(f"  {target.ljust(width)}  {what}")

@@ -83,6 +83,15 @@ def loadgen_lock() -> dict[str, Any]:
     return {**(json.loads(found.group(1)) if found else {}), "alive": "ALIVE" in out}
 
 
+LAB_LOCK = "/var/lib/perflab/run.lock"  # roles/run_lock: run_lock_path, on the first app host
+
+
+def lab_lock() -> dict[str, Any] | None:
+    """Who holds the lab's run lock (roles/run_lock), None when it is free."""
+    found = re.search(r"(\{.*\})", on_host("app[0]", f"cat {LAB_LOCK} 2>/dev/null || true"))
+    return json.loads(found.group(1)) if found else None
+
+
 @contextmanager
 def in_measured_phase(action: Callable[[], None], after_s: float) -> Iterator[list[float]]:
     """Run ACTION AFTER_S seconds after the next measured phase's generator started, from a thread,
@@ -116,7 +125,12 @@ def report_2_reproduced(inventory: str = INVENTORY, *variables: str) -> dict[str
     MVC on virtual threads and WebFlux at the same rate VALID or WARN, holding the rate, never
     attributed to request threads; the table prints the report's figures beside the lab's with
     every relation reproduced. Returns reproduction.json."""
-    done = make("reproduce", f"INVENTORY={inventory}", "REPORT=2", "DURATION=10s", "WARMUP=5s", *variables,
+    # 20 s measured: the capped app's answers are read from its histogram over the window, whose two
+    # end scrapes the app answers late (up to the 1 s latency): 5% of 20 s at most, 10% of 10 s.
+    # 20 s of warm-up, what hello-latency asks: after 5 s, beside the local lab's share, WebFlux still
+    # compiled for 65% of its window and 34 of 9044 requests timed out in wrk2's calibration (INVALID:
+    # "WebFlux holds the rate" not reproduced, a CI simulation's failure).
+    done = make("reproduce", f"INVENTORY={inventory}", "REPORT=2", "DURATION=20s", "WARMUP=20s", *variables,
                 timeout=2400)
     assert done.returncode == 0, tail(done.stdout, 80)
     written = re.search(r"-> (\S+/reproduction\.json)$", done.stdout, re.MULTILINE)
@@ -127,7 +141,12 @@ def report_2_reproduced(inventory: str = INVENTORY, *variables: str) -> dict[str
 
     capped = read_json(runs["mvc200"] / "attribution.json")
     assert read_json(runs["mvc200"] / "audit.json")["status"] == "INVALID"
-    assert capped["limiting_tier"] == "app" and "the app's request threads (" in capped["sentence"], capped
+    # The app named by its request threads (report 2's cap), as the relation judges it: alone ("limited
+    # by the app's request threads (...)"), or after its CPUs where other processes of a shared machine
+    # keep them busy too (a CI run beside the local lab's share: "limited by the app: its CPUs 92% busy
+    # with every process of the machine and its request threads 172 of 200 busy on average, ...").
+    assert capped["limiting_tier"] == "app" and re.search(r"(the app's request threads \(|and its request threads "
+                                                          r"\d+ of 200 busy)", capped["sentence"]), capped
     assert "load generator" not in capped["sentence"], capped
     assert 170 <= read_json(runs["mvc200"] / "result.json")["achieved_rate"] <= 220
     for key in ("mvc400", "virtual", "webflux"):

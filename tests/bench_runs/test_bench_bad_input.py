@@ -61,6 +61,10 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e prometheus_scrape_interval=15s"],
      "bench: perflab-monitoring sets prometheus_scrape_interval to '15s', but the run's windows follow lab_scrape_interval_s "
      "(5 s). Set lab_scrape_interval_s instead."),
+    # Prometheus runs at the inventory's 5 s: a bench that would read the run at another interval is refused.
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=15"],
+     "bench: Prometheus at http://127.0.0.1:9090 scrapes every 5 s, but the bench would read the run as scraped every 15 s "
+     "(lab_scrape_interval_s). Set lab_scrape_interval_s in one place, "),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=5.5"],
      "bench: lab_scrape_interval_s must be whole seconds > 0, got '5.5'."),
 ]

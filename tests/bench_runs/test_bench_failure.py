@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from bench_helpers import INVENTORY, RESULTS, ROOT, loadgen_lock, new_run_dir, on_host, read_json, run_dirs, run_make, tail
-from labkit import in_measured_phase
+from labkit import in_measured_phase, lab_lock
 
 
 def _netem_works() -> bool:
@@ -40,9 +40,10 @@ def _failed_run(*variables: str) -> tuple[str, dict[str, str]]:
 def test_failed_run_is_marked_incomplete_and_closes_its_window() -> None:
     output, status = _failed_run()
     assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
-    # The phase overran its time limit (Ansible: "async task did not complete within the requested time").
-    assert "did not complete within the requested time" in status["reason"], status
+    # The phase overran its time limit: its async job was stopped (run_phase.yml says so in the bench's words).
+    assert "the measure phase did not complete within the requested time" in status["reason"], status
     assert "perflab_run.prom" not in on_host("loadgen[0]", "ls /var/lib/prometheus/node-exporter/"), tail(output)
+    assert lab_lock() is None, "the lab's run lock is released once the failure is recorded"
 
 
 def test_failed_run_with_db_delay_removes_the_delay() -> None:
@@ -90,7 +91,8 @@ def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_
     verdict = read_json(run_dir / "verify.json")
     assert verdict["status"] == "failed" and verdict["reason"] == status["reason"], verdict
     # No load was sent: no phase ran, no tool output came back, the run window never opened.
-    assert "Warm up (not measured)" not in done.stdout and "Run the phase" not in done.stdout, tail(done.stdout)
+    assert "Warm up (not measured)" not in done.stdout and "Start the phase on the agreed instant" not in done.stdout, \
+        tail(done.stdout)
     assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]
 
 
@@ -107,7 +109,7 @@ def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> 
     assert first.stdout is not None
     for line in first.stdout:
         output.append(line)
-        if "Run the phase, an ASYNC POLL line every poll: measure" in line:
+        if "Start the phase on the agreed instant: measure" in line:
             break
     deadline = time.time() + 60
     while not loadgen_lock().get("alive") and time.time() < deadline:
@@ -123,6 +125,8 @@ def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> 
     done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=10s", "WARMUP=0s")
     assert done.returncode == 0, tail(done.stdout)
     text = " ".join(done.stdout.split())
+    assert re.search(rf"took over the run lock of the lab from run {interrupted.name} \(bench quarkus greeting\) of .*: "
+                     r"its process on its controller is gone", text), tail(done.stdout)
     assert re.search(rf"stopped the load generator an earlier run left running: run {interrupted.name}, phase measure, "
                      r"pid \d+, running for \d+ s", text), tail(done.stdout)
     run = new_run_dir(before)
@@ -203,3 +207,45 @@ def test_prometheus_stopped_mid_run_leaves_rules_not_evaluated_and_claims_no_hea
     assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
     sentence = read_json(run / "attribution.json")["sentence"]
     assert "no tier was saturated" not in sentence and "cannot be told" in sentence, sentence
+
+
+def test_results_full_or_read_only_are_refused_before_the_run_and_filling_up_mid_run_is_recorded(tmp_path: Path) -> None:
+    """RESULTS= on a 1 MiB tmpfs: the run's files would not fit (refused, naming the room and the
+    need); the same read-only: refused as not writable. Nothing changed: no run directory, no lock.
+    Then RESULTS filling up in the measured phase: the failed step recorded, the real path named."""
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tiny)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"this controller cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=10s", "WARMUP=0s",
+                        f"RESULTS={tiny}", timeout=600)
+        assert done.returncode != 0, tail(done.stdout)
+        text = " ".join(done.stdout.split())
+        assert re.search(rf"bench: the results directory {tiny} has 1\.0 MiB free; this run needs about \d+\.\d MiB "
+                         r"\((wrk2|vegeta) at 100 req/s for 10 s\): nothing was changed", text), tail(done.stdout)
+        subprocess.run(["mount", "-o", "remount,ro", str(tiny)], check=True)
+        done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=10s", "WARMUP=0s",
+                        f"RESULTS={tiny}", timeout=600)
+        text = " ".join(done.stdout.split())
+        assert done.returncode != 0 and f"bench: the results directory {tiny} cannot be written" in text, tail(done.stdout)
+        assert "Read-only file system" in text, tail(done.stdout)
+        assert not list(tiny.iterdir()) and lab_lock() is None
+        # Room for the run (3 MiB), filled 3 s into its measured phase: the failed step is recorded
+        # with its reason, in the real results directory, the files removed to make room named.
+        subprocess.run(["mount", "-o", "remount,rw,size=3m", str(tiny)], check=True)
+        with in_measured_phase(lambda: subprocess.run(["dd", "if=/dev/zero", f"of={tiny}/filler", "bs=64k"],
+                                                      capture_output=True, check=False), after_s=3) as filled:
+            done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=15s", "WARMUP=0s",
+                            f"RESULTS={tiny}", timeout=600)
+        assert filled and done.returncode != 0, tail(done.stdout)
+        (run,) = [p for p in tiny.iterdir() if p.is_dir()]
+        assert f"bench: the run failed; {run}/status.json says why." in " ".join(done.stdout.split()), tail(done.stdout)
+        status = read_json(run / "status.json")
+        assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
+        assert re.match(r"The results directory ran out of room: the run's files \S.* were removed to record this\. ",
+                        status["reason"]) and "No space left on device" in status["reason"], status
+        assert lab_lock() is None and not loadgen_lock()["alive"]
+    finally:
+        subprocess.run(["umount", str(tiny)], check=False)

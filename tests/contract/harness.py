@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from perflab import manifest
+from perflab import app_build, manifest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_SQL = REPO_ROOT / "apps" / "db" / "schema.sql"
@@ -311,7 +311,7 @@ class AppProcess:
         deployed = self.deployment()
         artifact = Path(deployed["artifact"]["path"])
         found = manifest.resolve(self.app)
-        problem = manifest.artifact_problem(found, artifact)
+        problem = app_build.artifact_problem(found, artifact)
         if problem is not None:
             raise RuntimeError(f"{self.app}: {problem}: run `make apps` (or `perflab app build {self.app}`) first")
         if deployed["password_file"]:

@@ -67,6 +67,14 @@ def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: str)
     return proc, (json.loads(out.read_text()) if out.exists() else {})
 
 
+def test_a_warmup_override_keeps_the_scenarios_own_beside_it(tmp_path: Path) -> None:
+    """Issue 24: warmed_up compared WARMUP=10s with itself ("scenario zipcodes asks 10 s"); the
+    scenario's own 30 s is recorded beside the warm-up run."""
+    proc, run = load_scenario(tmp_path, loadgen_scenario="zipcodes", loadgen_warmup="10s")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (run["warmup_s"], run["scenario_warmup_s"]) == (10, 30)
+
+
 def test_the_five_workloads_exist() -> None:
     assert SCENARIOS == ["books-orders", "greeting", "hello-latency", "plaintext-json", "zipcodes"]
     for name in SCENARIOS:
@@ -82,6 +90,7 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
                               loadgen_rate="123", loadgen_duration="2m")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert run["scenario"]["rate"] == 123 and run["duration_s"] == 120 and run["warmup_s"] == 30
+    assert run["scenario_warmup_s"] == 30
     assert run["scenario"]["slo_p99_ms"] == 50.0 and run["tool"] == tool
     warm, measure = run["phases"]["warmup"], run["phases"]["measure"]
     # Warm-up and measured phase write different fresh keys.

@@ -18,6 +18,7 @@ controller is not the app's machine. The docker provider only: the hog is starte
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -28,6 +29,17 @@ from pathlib import Path
 import pytest
 
 from labkit import INVENTORY, ROOT, in_measured_phase, make, new_run_dir, read_json, run_dirs, tail
+from perflab.audit import THRESHOLDS
+
+AUDIT_DB_CPU = THRESHOLDS.db_cpu_busy.value  # the DB host's own CPU over this is named (the attribution's too)
+# The requests that failed, which the sentence states before the attribution (perflab.attribution.failures):
+# a machine loaded by others may time one out ("1 of 6035 requests failed (timeout 1); not attributed: ...").
+FAILED_FIRST = re.compile(r"^\d+ (of \d+ )?requests failed \([^)]*\)(, \d+ completed)?; ")
+
+
+def attributed(sentence: str) -> str:
+    """The attribution's own sentence, without the failed requests stated before it."""
+    return FAILED_FIRST.sub("", sentence)
 
 # One short run under the hog (started with the measured phase): no warm-up (the attribution, not
 # the JIT, is under test), the short run's rate and app so the two runs differ only by the hog.
@@ -43,18 +55,23 @@ def inventory_hosts(group: str) -> list[str]:
     return hosts
 
 
+def stop_hog() -> None:
+    db = inventory_hosts("db")[0]
+    subprocess.run(["docker", "exec", db, "sh", "-c", f"kill $(cat {HOG_PIDS}) 2>/dev/null; rm -f {HOG_PIDS}"],
+                   check=False, timeout=60)
+
+
 @pytest.fixture(scope="module")
 def db_hog(lab: str) -> Iterator[Callable[[], None]]:
-    """Starts, when called, a CPU hog in the db container that lasts until the module ends (each loop
-    also ends by itself after 10 minutes, should the test be killed)."""
+    """Starts, when called, a CPU hog in the db container, stopped once the hogged run is over (each
+    loop also ends by itself after 10 minutes, should the test be killed)."""
     db = inventory_hosts("db")[0]
     script = (f"rm -f {HOG_PIDS}; for i in $(seq {HOG_PROCESSES}); do "
               f"timeout 600 sh -c 'while :; do :; done' & echo $! >> {HOG_PIDS}; done")
     try:
         yield lambda: subprocess.run(["docker", "exec", db, "sh", "-c", script], check=True, timeout=60)
     finally:
-        subprocess.run(["docker", "exec", db, "sh", "-c", f"kill $(cat {HOG_PIDS}) 2>/dev/null; rm -f {HOG_PIDS}"],
-                       check=False, timeout=60)
+        stop_hog()
 
 
 def app_cpus() -> set[int]:
@@ -82,6 +99,9 @@ def hogged_run(db_hog: Callable[[], None]) -> Path:
             done = make("bench", *HOG_RUN)
     finally:
         os.sched_setaffinity(0, everywhere)
+        # The module's next run measures the app alone: a hog left running until the module's end
+        # made its DB host 0.93 busy with other processes, and the app's pool waits were rightly the DB's.
+        stop_hog()
     assert hogged, "the hog never started: no measured phase seen\n" + tail(done.stdout, 80)
     assert done.returncode == 0, "the run under the hog failed:\n" + tail(done.stdout, 80)
     run_dir = new_run_dir(before)
@@ -97,8 +117,8 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     if result["achieved_rate"] >= 0.95 * result["target_rate"]:  # a machine loaded by others may fall short
         assert attribution["limiting_tier"] is None, attribution["sentence"]
         # Kept up; a tier whose shared CPUs read busy (with nothing queueing) is noted, not blamed.
-        assert attribution["sentence"].startswith(("no tier was saturated: the system kept up",
-                                                   "not attributed: the system kept up")), attribution["sentence"]
+        assert attributed(attribution["sentence"]).startswith(("no tier was saturated: the system kept up",
+                                                               "not attributed: the system kept up")), attribution["sentence"]
     thirds = observations["write_share_by_third"]
     assert thirds is not None and all(0.45 <= share <= 0.55 for share in thirds), thirds  # write_ratio 0.5
     observed, expected = observations["statements_per_request"], observations["expected_statements_per_request"]
@@ -124,7 +144,7 @@ def test_a_run_with_a_cpu_hog_on_the_db_host_names_the_db_and_never_calls_it_uns
     generator's, and one CI run kept up (wrk2 fell behind, then caught up: 117% of the rate) with no
     request waiting for a DB connection. Never "no tier was saturated"."""
     attribution = read_json(hogged_run / "attribution.json")
-    sentence = attribution["sentence"]
+    sentence = attributed(attribution["sentence"])
     db = next(t for t in attribution["tiers"] if t["tier"] == "db")
     assert db["saturated"], db  # the DB host's CPU (hog included) or its CPUs
     assert "no tier was saturated" not in sentence, sentence
@@ -132,8 +152,70 @@ def test_a_run_with_a_cpu_hog_on_the_db_host_names_the_db_and_never_calls_it_uns
         assert sentence.startswith("not attributed: "), sentence
         # The DB named with its busy CPUs: over the attribution's 90% (16 busy loops on its core read
         # 100% in most CI runs and 99% in one; the figure is a rate over scrapes, not a constant).
-        busy = re.search(r"\bdb \(its CPUs (\d+)% busy", sentence)
-        assert (busy and int(busy.group(1)) >= 90) or "DB's (" in sentence, sentence
+        assert "db (its CPU" in sentence or "DB's (" in sentence, sentence
+        assert max(db["cpu_busy_fraction"] or 0.0, db["cpus_busy_fraction"] or 0.0) >= 0.9, db
+        # The hog's CPU is not MariaDB's (issue 24): its host's CPU is split into MariaDB's own and the
+        # rest (here: MariaDB 0.05 of 0.94 busy cores; in a CI run beside the SSH lab, 0.08 of 0.64).
+        assert db["service_cores"] is not None and db["other_cores"] > db["service_cores"], db
+        # Where the host's own CPU reads over the DB's threshold, the sentence names it starved by the
+        # rest. Beside the SSH lab's share, whose unpinned machines take the same core, the db
+        # container got 0.64 of it with 16 busy loops: then only its busy CPUs are named, and never
+        # credited to MariaDB.
+        if (db["cpu_busy_fraction"] or 0.0) > AUDIT_DB_CPU:
+            assert "starved by other processes than MariaDB" in sentence or "DB's (" in sentence, sentence
+        assert "MariaDB" not in sentence or "than MariaDB" in sentence, sentence
     else:
+        # Named from the app's waits for a connection, or from the DB host's own CPU starved by the hog
+        # ("limited by the DB host's CPU: its own processes used 0.90 of 1 cores (90%), of which MariaDB
+        # used 0.07 and other processes of its host 0.83: starved by other processes than MariaDB").
         assert attribution["limiting_tier"] == "db", sentence
-        assert "waiting for a DB connection" in sentence, sentence
+        assert "waiting for a DB connection" in sentence or "starved by other processes than MariaDB" in sentence, sentence
+        assert db["service_cores"] is not None and db["other_cores"] > db["service_cores"], db
+
+
+# Field report 1's constrained app: a quarter of one CPU (PROFILE=app-bound, CPUQuota=25%), driven
+# at twice what it answers there (report 1: 189.7 of 500 req/s). No warm-up: its CPU, not its JIT,
+# is under test.
+PAST_ITS_CPU = ("APP=quarkus", "SCENARIO=zipcodes", "PROFILE=app-bound", "RATE=400", "DURATION=20s", "WARMUP=0s")
+
+
+def test_an_app_driven_past_its_cpu_reads_all_of_it_over_exactly_the_window(lab: str) -> None:
+    """The window is the tool's own interval and the CPU is read at its bounds: a saturated app reads
+    within 5% of the cores it was given. Before, the window's end was taken after the bench's poll and
+    the CPU sampled around the tasks that start and wait for the phase: a saturated app read 14-38%
+    less busy than it was (issue 22: 0.43 cores over 70.0 s for 60 s of load). Its window is profiled,
+    and the attribution names the app's top layers (issue 23)."""
+    before = run_dirs()
+    done = make("bench", *PAST_ITS_CPU, "PROFILE_APP=cpu")
+    run_dir = new_run_dir(before)
+    status = read_json(run_dir / "status.json")
+    assert status["status"] == "complete", tail(done.stdout, 80)
+    inputs = read_json(run_dir / "bench-inputs.json")
+    scheduled_s = inputs["run"]["phases"]["measure"]["invocation_s"]
+    window_s = _unix(status["ended_at"]) - _unix(status["started_at"])
+    assert abs(window_s - scheduled_s) <= 1.0, (status["started_at"], status["ended_at"], scheduled_s)
+    # The tool started when the window opened, and the samples were read at its bounds.
+    started = [float(s) for s in re.findall(r"perflab: started ([0-9.]+)", done.stdout)]
+    assert started and abs(started[-1] - _unix(status["started_at"])) <= 1.0, (started, status["started_at"])
+    assert 0 <= inputs["start_late_ms"] <= 1000, inputs["start_late_ms"]
+    # Each tier's samples lie within the window's load (a sampler launched after the tool's start
+    # reads at once) and close it: never over the seconds before or after.
+    start, end = _unix(status["started_at"]), _unix(status["ended_at"])
+    for tier in ("app", "db", "loadgen"):
+        first, last = inputs["cpu_start"][tier]["at"], inputs["cpu_end"][tier]["at"]
+        assert start - 0.05 <= first < start + window_s / 2 and end - 0.05 <= last <= end + 1.0, (tier, first, last, start, end)
+    app = next(t for t in read_json(run_dir / "attribution.json")["tiers"] if t["tier"] == "app")
+    assert app["allotted_cores"] == pytest.approx(0.25), app
+    assert app["busy_cores"] >= 0.95 * app["allotted_cores"], app
+    # The judge's line of the app's cost reads the same seconds.
+    over = re.search(r"app cost: .* cores over ([0-9.]+) s", done.stdout)
+    assert over and abs(float(over.group(1)) - window_s) <= 0.2, tail(done.stdout, 40)
+    # Its window profiled (PROFILE_APP=cpu), the attribution names where the app's CPU went (issue 23).
+    found = read_json(run_dir / "attribution.json")
+    assert found["limiting_tier"] == "app", found["sentence"]
+    assert re.search(r"; the app's samples \(flamegraph\.html\): \d+% [^,]+(, \d+% [^,]+){0,2}\.$", found["sentence"]), found["sentence"]
+    assert found["app_layers"] and found["app_layers"][0]["samples"] >= found["app_layers"][-1]["samples"], found["app_layers"]
+
+
+def _unix(iso: str) -> float:
+    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import report
+from perflab import report, report_page, report_sets, results
 
 from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, REPEATED, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, \
     TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, add_repeated, full_results, good_results, perflab
@@ -178,7 +178,7 @@ def test_side_by_side_table_figures_and_ratios_to_the_best(full: Path, full_repo
                           "spring-webflux"]
     header = ["run", "verdict", "achieved req/s", "p50 ms", "p99 ms", "server p99 ms", "p99.9 ms", "errors",
               "app CPU-s per 1,000 requests", "max RSS MiB", "start to first request ms"]
-    assert [c.header for c in report.SET_COLUMNS] == header[2:]
+    assert [c.header for c in report_sets.SET_COLUMNS] == header[2:]
     cell = {app: dict(zip(header, cells)) for app, cells in rows.items()}
     # CPU-s per 1,000 requests: busy cores x the phase / requests (builder.SIDE_BY_SIDE's observations).
     quarkus_cpu = 0.08042 * 4.0 * 1000 / 800
@@ -204,11 +204,11 @@ def test_side_by_side_table_figures_and_ratios_to_the_best(full: Path, full_repo
     assert invalid["verdict"] == "INVALID|not compared"
     assert invalid["errors"] == "60" and invalid["max RSS MiB"] == "197"  # lower than the best, but INVALID
     assert not any("best" in text for text in invalid.values())
-    # The ratios the page shows come from report.set_rows, computed between the VALID/WARN runs only.
-    (chosen,) = [s for s in report.side_by_side(report.load(full).runs) if s.key.title == SET_TITLE]
-    by_variant = {row.variant: row for row in report.set_rows(chosen)}
+    # The ratios the page shows come from report_sets.set_rows, computed between the VALID/WARN runs only.
+    (chosen,) = [s for s in report_sets.side_by_side(results.load(full).runs) if report_sets.set_title(s.key) == SET_TITLE]
+    by_variant = {row.variant: row for row in report_sets.set_rows(chosen)}
     rss = header.index("max RSS MiB") - 2
-    assert by_variant["spring-mvc (400 threads)"].ratios == (None,) * len(report.SET_COLUMNS)
+    assert by_variant["spring-mvc (400 threads)"].ratios == (None,) * len(report_sets.SET_COLUMNS)
     assert by_variant["quarkus (IO thread)"].ratios[rss] == pytest.approx(210669568 / 208809984)
 
 
@@ -230,7 +230,7 @@ def test_side_by_side_last_runs_of_the_set_from_history(full: Path, full_report:
     assert "The last 4 judged run(s) of this set, newest first" in section
     # One such table per set.
     assert page.count('<table class="recent">') == page.count('<section class="side-by-side">') == len(
-        report.side_by_side(report.load(full).runs))
+        report_sets.side_by_side(results.load(full).runs))
 
 
 def test_a_run_without_verdict_is_never_drawn_nor_replaces_a_judged_one(
@@ -278,18 +278,18 @@ def test_max_throughput_never_from_a_single_run_nor_divided_by_one(
     for table in re.findall(r'<table class="compare">(.*?)</table>', page):
         cells += [cell for row in _rows(table) if row[0] == "max throughput (req/s)" for cell in row[1:]]
     sweep = f"200|max sustainable rate of sweep {SWEEP_ID}"  # alone: no ratio, nothing to compare with
-    assert set(cells) == {f"—|{report.NO_SWEEP}", sweep}, cells
+    assert set(cells) == {f"—|{report_sets.NO_SWEEP}", sweep}, cells
     assert cells.count(sweep) == 1 and len(cells) == 6  # every variant of greeting and of zipcodes
 
 
 def test_report_3_table_from_sweeps(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
-    table = report.compare(report.load(full))
+    table = report_sets.compare(results.load(full))
     greeting = table[("greeting", "default")]
     assert list(greeting) == ["quarkus (IO thread)", "spring-mvc (200 threads)", "spring-mvc (400 threads)",
                               "spring-mvc (virtual threads)", "spring-webflux"]
     assert all(figures.max_throughput.value is None for app, figures in greeting.items()
                if app != "spring-mvc (200 threads)")
-    assert greeting["quarkus (IO thread)"].max_throughput.source == report.NO_SWEEP
+    assert greeting["quarkus (IO thread)"].max_throughput.source == report_sets.NO_SWEEP
     mvc = greeting["spring-mvc (200 threads)"]
     assert (mvc.max_throughput.value, mvc.max_throughput.source) == (200, f"max sustainable rate of sweep {SWEEP_ID}")
     # Its RSS over the sweep's runs (the run at 1000 req/s has none recorded), and the throughput per MiB.
@@ -316,7 +316,7 @@ def test_a_variant_is_an_app_of_its_own(full: Path, full_report: subprocess.Comp
     assert apps[GOOD_RUNS[4].run_id] == "spring-mvc (virtual threads)"
     assert apps[SIDE_BY_SIDE[2].run_id] == "spring-mvc (400 threads)"
     assert apps[GOOD_RUNS[0].run_id] == "quarkus (IO thread)"
-    colors = report.variant_colors(report.load(full).runs)
+    colors = report_page.variant_colors(results.load(full).runs)
     assert len(set(colors.values())) == len(colors) == 5
     side_by_side = page[page.index('<h2 id="side-by-side">'):page.index('<h2 id="compare">')]
     legend = re.findall(r'<li><span class="swatch" style="border-color:(#[0-9a-f]+)"></span>([^<:]+):', side_by_side)
@@ -341,12 +341,12 @@ def test_clean_results_exit_0(tmp_path: Path) -> None:
 
 def test_a_wrk2_run_with_its_percentile_table_is_read(tmp_path: Path) -> None:
     run_dir = add_fixture_run(tmp_path, TABLE_RUN)
-    run = next(r for r in report.load(tmp_path).runs if r.run_id == TABLE_RUN.run_id)
+    run = next(r for r in results.load(tmp_path).runs if r.run_id == TABLE_RUN.run_id)
     assert run.readable and run.result is not None
     assert run.problems == ["no utilization.json: no Prometheus data for this run; utilization not recorded"]
     assert len(run.result.latency_corrected.spectrum) == 151  # the table's rows, not the text's 72
     (run_dir / "wrk2-measure-percentiles.json").write_text('{"format": "perflab-wrk2-percentiles/1"}')
-    run = next(r for r in report.load(tmp_path).runs if r.run_id == TABLE_RUN.run_id)
+    run = next(r for r in results.load(tmp_path).runs if r.run_id == TABLE_RUN.run_id)
     assert not run.readable
     assert run.problems[0] == ("percentile table wrk2-measure-percentiles.json is corrupt (the percentile table "
                                "has no 'errors' object); left out")
@@ -356,7 +356,7 @@ def test_a_run_of_the_retired_k6_is_left_out_with_the_reason(tmp_path: Path) -> 
     run_dir = add_fixture_run(tmp_path, GOOD_RUNS[2])
     stored = json.loads((run_dir / "result.json").read_text())
     (run_dir / "result.json").write_text(json.dumps(stored | {"tool": "k6", "raw_output": "k6-measure-summary.json"}))
-    (run,) = report.load(tmp_path).runs
+    (run,) = results.load(tmp_path).runs
     assert not run.readable
     assert run.problems[0] == "a k6 run: k6 was retired (AGPL) and its output is no longer read; left out"
 
@@ -582,7 +582,7 @@ def test_a_wrk2_run_over_time_from_the_apps_histogram_with_its_cpu(
     # A wrk2 run without timeseries.json nor utilization.json: one line, no chart, saying why.
     section = _run_html(page, GOOD_RUNS[0].run_id)
     assert "chart-timeseries" not in section
-    assert html.escape(report.WRK2_OVER_TIME, quote=True) in section
+    assert html.escape(report_page.WRK2_OVER_TIME, quote=True) in section
 
 
 def test_no_chart_over_time_for_a_run_not_judged(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
@@ -646,7 +646,7 @@ def test_repetitions_give_the_median_and_range_and_say_what_cannot_be_told_apart
                for line in done.stderr.splitlines()), done.stderr
     page, _ = _page(tmp_path)
     rows = {row[0]: row for row in _rows(_side_by_side_html(page, "hello-latency at 200 req/s, vegeta, profile default"))}
-    header = ["app", "run", "verdict", *(c.header for c in report.SET_COLUMNS)]
+    header = ["app", "run", "verdict", *(c.header for c in report_sets.SET_COLUMNS)]
     cell = {app.split("|")[0]: dict(zip(header, cells)) for app, cells in rows.items()}
     assert set(rows) == {"quarkus (IO thread)|median of 3 runs", "spring-webflux|median of 3 runs"}
     # The drawn and linked run is each app's latest; the figures are its group's medians.
@@ -654,7 +654,7 @@ def test_repetitions_give_the_median_and_range_and_say_what_cannot_be_told_apart
     p99 = {app: json.loads((tmp_path / run.run_id / "result.json").read_text())["latency_corrected"]["percentiles_ms"]["99"]
            for app, run in (("freeze", REPEATED[2]), ("steady", REPEATED[0]))}
     quarkus_p99 = cell["quarkus (IO thread)"]["p99 ms"].split("|")
-    assert quarkus_p99 == [report._fmt(p99["freeze"]), f"{report._fmt(p99['steady'])}–{report._fmt(p99['freeze'])}",
+    assert quarkus_p99 == [report_sets.fmt(p99["freeze"]), f"{report_sets.fmt(p99['steady'])}–{report_sets.fmt(p99['freeze'])}",
                            f"{p99['freeze'] / p99['steady']:.3g}× best, not distinguishable (ranges overlap)"]
     assert cell["spring-webflux"]["p99 ms"].split("|")[-1] == "best"
     # CPU-s per 1,000 requests: quarkus' highest is below webflux's lowest.

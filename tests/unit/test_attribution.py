@@ -1,12 +1,17 @@
 """Every branch of the bottleneck attribution fires, and stays quiet on a run that kept up."""
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
-from perflab.attribution import THRESHOLDS, attribute
-from perflab.audit import Threshold
+from perflab import rundir
+from perflab.attribution import THRESHOLDS, attribute, with_app_layers
+from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
+from perflab.audit import Status, Threshold, app_is_bottleneck
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult, ScenarioRun
 from perflab.observations import Observations, Saturation, TierCpu
+from perflab.observe import TierSeries, Utilization
+from perflab.profile import LayerShare
 
 LATENCY = LatencyDistribution(percentiles_ms={"50": 2.0, "99": 9.0}, mean_ms=2.5, max_ms=20.0)
 
@@ -125,6 +130,24 @@ def test_app_cpu_saturated_is_the_app() -> None:
 def test_app_cpu_saturated_with_pool_waits_but_an_idle_db_is_still_the_app() -> None:
     busy_app = with_(dataclasses.replace(CALM, app_cpu=TierCpu(0.97, 1)), app_pool_waiting_avg=2.0)
     assert attribute(run(achieved=150.0), busy_app).limiting_tier == "app"
+
+
+def test_statements_in_progress_in_an_idle_db_behind_a_saturated_app_wait_on_the_app() -> None:
+    """A CI run of the app driven past its quarter core: 0.26 of 0.25 cores, 10.7 requests waiting for a
+    connection, 2.3 statements in progress while the DB used 0.04 cores. The statements wait on the app
+    (a client short of CPU reads its answers late); the same queue with the app's CPU to spare is the DB."""
+    starved_app = with_(dataclasses.replace(CALM, app_cpu=TierCpu(0.26, 0.25), db_cpu=TierCpu(0.04, 1)),
+                        app_pool_waiting_avg=10.7, app_pool_waiting_max=14.0, db_threads_running_avg=2.3)
+    found = attribute(run(achieved=81.0, target=400.0), starved_app)
+    assert found.limiting_tier == "app", found.sentence
+    assert found.sentence.startswith("limited by the app's CPU: its CPU 0.26 of 0.25 cores"), found.sentence
+    assert "the DB's own CPU and disk were idle (2.3 statements in progress on average, waiting on the app)" in found.sentence
+    app_to_spare = with_(dataclasses.replace(CALM, db_cpu=TierCpu(0.04, 1)),
+                         app_pool_waiting_avg=10.7, app_pool_waiting_max=14.0, db_threads_running_avg=2.3)
+    assert attribute(run(achieved=81.0, target=400.0), app_to_spare).limiting_tier == "db"
+    busy_db = with_(dataclasses.replace(CALM, app_cpu=TierCpu(0.26, 0.25), db_cpu=TierCpu(0.95, 1)),
+                    app_pool_waiting_avg=10.7, app_pool_waiting_max=14.0, db_threads_running_avg=2.3)
+    assert attribute(run(achieved=81.0, target=400.0), busy_db).limiting_tier == "db"
 
 
 def test_blocked_threads_are_the_app() -> None:
@@ -445,3 +468,105 @@ def test_a_saturated_cpu_is_named_before_the_loops_or_carriers_it_starves() -> N
     found = attribute(run(achieved=250.0, target=300.0), starved)
     assert found.sentence.startswith("limited by the app: its CPU 0.97 of 1 cores (97%) and its event loops 90.0 "
                                      "tasks pending on average over 2 loops (at most 200)"), found.sentence
+
+
+# Issue 24: four busy loops on the db host (one core) from a third of the way into a 40 s window; the
+# window's averages read the DB host's CPU 62% busy and "no tier was saturated". utilization.json's series
+# every 5 s (a 15 s rate: the hog shows from 20 s and fills the core from 25 s), mysqld's own ~0.1 core.
+HOG_START = 1_795_000_000.0
+
+
+def hogged_utilization(service: tuple[float, ...] = (0.12, 0.12, 0.12, 0.12, 0.11, 0.10, 0.10, 0.10, 0.10)
+                       ) -> Utilization:
+    grid = [HOG_START + 5 * k for k in range(9)]
+    db = TierSeries(allotted_cores=1.0, busy_cores=tuple(zip(grid, (0.13, 0.13, 0.14, 0.27, 0.58, 0.93, 0.99, 1.0, 1.0))),
+                    service_cores=tuple(zip(grid, service)))
+    app = TierSeries(allotted_cores=1.0, busy_cores=tuple(zip(grid, (0.3,) * 9)))
+    return Utilization(source="http://127.0.0.1:9090", start=HOG_START, end=HOG_START + 40, step_s=5.0,
+                       tiers={"db": db, "app": app})
+
+
+HOGGED_MIDWAY = dataclasses.replace(CALM, db_cpu=TierCpu(0.62, 1), db_name="MariaDB 10.11.18 on perflab-db",
+                                    service_cpu={"loadgen": 0.2, "app": 0.3, "db": 0.11})
+
+
+def test_a_db_host_hogged_for_a_stretch_is_named_for_it_and_the_hog_is_not_mariadb() -> None:
+    found = attribute(run(), HOGGED_MIDWAY, utilization=hogged_utilization())
+    assert found.limiting_tier == "db", found.sentence
+    assert found.sentence == (
+        "limited by the DB host's CPU for a stretch of the window: its CPU over 80% from 20 s for 20 s of the window "
+        "(98% busy there; 62% over the whole window), of which MariaDB 10.11.18 used 0.10 of 1 cores and other "
+        "processes of its host 0.88: starved by other processes than MariaDB 10.11.18; the app used 0.30 of 1 cores, "
+        "at 200 of 200 req/s (100%).")
+    db = next(f for f in found.tiers if f.tier == "db")
+    assert (db.stretch_from_s, db.stretch_s, db.service_cores, db.other_cores) == (20.0, 20.0, 0.11, 0.51)
+    # Without the series, the window's average alone: what issue 24 saw.
+    assert attribute(run(), HOGGED_MIDWAY).sentence.startswith("no tier was saturated")
+    # MariaDB itself filling the core for that stretch: credited to it.
+    own = attribute(run(), HOGGED_MIDWAY, utilization=hogged_utilization(
+        service=(0.12, 0.12, 0.13, 0.26, 0.57, 0.92, 0.98, 0.99, 0.99)))
+    assert own.sentence.startswith("limited by the DB host's CPU for a stretch of the window: its CPU over 80% from "
+                                   "20 s for 20 s of the window (98% busy there; 62% over the whole window), MariaDB "
+                                   "10.11.18 itself 0.97 of 1 cores"), own.sentence
+
+
+def test_a_stretch_under_a_fifth_of_the_window_is_noise() -> None:
+    # The core full at 35 s and 40 s only: 10 s of 40, over a fifth; at 40 s alone: 5 s, under it.
+    grid = [HOG_START + 5 * k for k in range(9)]
+    brief = Utilization(source="http://127.0.0.1:9090", start=HOG_START, end=HOG_START + 40, step_s=5.0, tiers={
+        "db": TierSeries(allotted_cores=1.0, busy_cores=tuple(zip(grid, (0.13,) * 8 + (0.95,))))})
+    assert attribute(run(), HOGGED_MIDWAY, utilization=brief).sentence.startswith("no tier was saturated")
+
+
+def test_the_audit_and_the_attribution_name_the_same_hog() -> None:
+    """Issue 24: DB_CPU_HOG=4 had audit.json say "MariaDB ... was the bottleneck: CPU 0.84 of 1 cores" while
+    attribution.json said no tier was saturated. Both now judge the DB host's CPU by one threshold (the
+    audit's 80%) and say it was busy with other processes than MariaDB."""
+    hogged = dataclasses.replace(HOGGED_MIDWAY, db_cpu=TierCpu(0.84, 1), service_cpu={"app": 0.3, "db": 0.09})
+    verdict = app_is_bottleneck(run(), hogged, AUDIT_THRESHOLDS)
+    said = ("its CPU 0.84 of 1 cores (84%), of which MariaDB 10.11.18 used 0.09 and other processes of its host 0.75: "
+            "starved by other processes than MariaDB 10.11.18")
+    assert (verdict.status, verdict.evidence) == (
+        Status.INVALID, "not comparable: app used 0.30 of 1 cores (30%) while the DB host's CPU was busy: "
+                        + said.removeprefix("its CPU "))
+    for utilization in (None, hogged_utilization(service=(0.09,) * 9)):
+        found = attribute(run(), hogged, utilization=utilization)
+        assert found.sentence.startswith("not attributed: the system kept up with the offered rate, 200 of 200 req/s "
+                                         f"(100%), but busy without a queue in front of them: db ({said})"), found.sentence
+    # MariaDB itself at 0.84: the audit's bottleneck is MariaDB's, and the attribution names MariaDB's CPU too.
+    own = dataclasses.replace(hogged, service_cpu={"app": 0.3, "db": 0.83})
+    assert "MariaDB 10.11.18 itself 0.83 of them" in app_is_bottleneck(run(), own, AUDIT_THRESHOLDS).evidence
+    assert "db (its CPU 0.84 of 1 cores (84%), MariaDB 10.11.18 itself 0.83 of them)" in attribute(run(), own).sentence
+
+
+def test_a_host_over_its_threshold_on_average_is_judged_by_the_average_not_the_stretch() -> None:
+    """DB_CPU_HOG=4 from the window's start: the DB host 96% busy on average, the run kept up within its SLO.
+    Busy without a queue, not attributed, and the hog named as what filled it, as the audit names it."""
+    grid = [HOG_START + 5 * k for k in range(9)]
+    full = Utilization(source="http://127.0.0.1:9090", start=HOG_START, end=HOG_START + 40, step_s=5.0, tiers={
+        "db": TierSeries(allotted_cores=1.0, busy_cores=tuple(zip(grid, (0.96,) * 9)),
+                         service_cores=tuple(zip(grid, (0.09,) * 9)))})
+    hogged = dataclasses.replace(HOGGED_MIDWAY, db_cpu=TierCpu(0.96, 1), service_cpu={"db": 0.09})
+    found = attribute(run(), hogged, utilization=full)
+    assert found.limiting_tier is None and found.sentence.startswith(
+        "not attributed: the system kept up with the offered rate, 200 of 200 req/s (100%), but busy without a queue "
+        "in front of them: db (its CPU 0.96 of 1 cores (96%), of which MariaDB 10.11.18 used 0.09 and other processes "
+        "of its host 0.87: starved by other processes than MariaDB 10.11.18"), found.sentence
+    db = next(f for f in found.tiers if f.tier == "db")
+    assert (db.stretch_from_s, db.stretch_s) == (0.0, 40.0)
+
+
+def test_an_app_limited_run_with_a_profile_names_its_top_layers_and_keeps_them(tmp_path: Path) -> None:
+    """PROFILE_APP: the app's samples by layer (profile-summary.json's) in the sentence and in attribution.json."""
+    layers = (LayerShare("http_server", "HTTP server", 380, 0.38), LayerShare("json", "JSON", 210, 0.21),
+              LayerShare("metrics", "metrics and observability", 120, 0.12), LayerShare("gc", "GC", 0, 0.0),
+              LayerShare("app", "the app's own code", 290, 0.29))
+    limited = attribute(run(achieved=150.0), dataclasses.replace(CALM, app_cpu=TierCpu(0.97, 1)))
+    named = with_app_layers(limited, layers)
+    assert named.sentence.startswith(limited.sentence.rstrip("."))
+    assert named.sentence.endswith("; the app's samples (flamegraph.html): 38% HTTP server, 29% the app's own code, 21% JSON.")
+    assert [entry.layer for entry in named.app_layers] == ["http_server", "app", "json", "metrics"]
+    rundir.write_attribution(tmp_path, named)
+    assert rundir.read_attribution(tmp_path) == named
+    # Another tier's limit, or a run that kept up, is said as it was.
+    assert with_app_layers(attribute(run(), CALM), layers) == attribute(run(), CALM)

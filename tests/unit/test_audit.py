@@ -11,7 +11,7 @@ from perflab import audit, collect, wrk2
 from perflab.audit import THRESHOLDS, Status
 from perflab.model import ErrorCounts, LoadgenShare, RunResult, ScenarioRun, SchemaError
 from perflab.observations import (DbSessions, Observations, Placement, Saturation, ServerLatency, ServerQuantile,
-                                  StatementsPerRequest, TierCpu)
+                                  StatementsPerRequest, TierCpu, WarmupEnd)
 
 from .helpers import WRK2_TARGET_RATES, bench_inputs, wrk2_text
 
@@ -380,11 +380,44 @@ def test_app_bottleneck_quiet_when_the_app_works_or_the_db_idles() -> None:
         db_cpu=TierCpu(busy_cores=0.2, allotted_cores=1),
         unobserved={"db_disk_busy": "no Prometheus data: Prometheus at http://127.0.0.1:9090 is unreachable"},
     )
-    assert (no_disk.status, no_disk.evidence) == (
-        Status.VALID, "app used 0.10 of 1 cores (10%); the database was not CPU-bound; its disk not observed "
-                      "(no Prometheus data: Prometheus at http://127.0.0.1:9090 is unreachable)")
     no_db_data = rule_result(audit.app_is_bottleneck, app_cpu=TierCpu(busy_cores=0.4, allotted_cores=4))
     assert no_db_data.status is Status.NOT_EVALUATED
+
+
+def test_an_idle_app_beside_a_db_whose_disk_was_not_seen_is_not_evaluated() -> None:
+    """Issue 24: Prometheus stopped mid-run, the DB's CPU known from the bench's samples, its disk from
+    nowhere: a DB not seen busy is not a DB seen idle, and the app's 10% names no tier."""
+    unreachable = "no Prometheus data: Prometheus at http://127.0.0.1:9090 is unreachable"
+    no_disk = rule_result(
+        audit.app_is_bottleneck,
+        app_cpu=TierCpu(busy_cores=0.1, allotted_cores=1),
+        db_cpu=TierCpu(busy_cores=0.2, allotted_cores=1),
+        db_name="MariaDB 10.11.18 on perflab-db",
+        unobserved={"db_disk_busy": unreachable},
+    )
+    assert (no_disk.status, no_disk.evidence) == (
+        Status.NOT_EVALUATED,
+        "not evaluated: app used 0.10 of 1 cores (10%), well below its cores, and whether MariaDB 10.11.18 on "
+        f"perflab-db limited it cannot be told: not observed: its disk ({unreachable})")
+    # The app at 95% of its cores limited the run whatever the DB did: judged on what was seen.
+    busy_app = rule_result(audit.app_is_bottleneck, app_cpu=TierCpu(busy_cores=0.95, allotted_cores=1),
+                           db_cpu=TierCpu(busy_cores=0.2, allotted_cores=1), unobserved={"db_disk_busy": unreachable})
+    assert (busy_app.status, busy_app.evidence) == (
+        Status.VALID, f"app used 0.95 of 1 cores (95%); the database not observed: its disk ({unreachable}); the app "
+                      "was not well below its cores")
+    # Its shared CPUs 97% busy with the DB's queue unseen: whether the DB was starved cannot be told.
+    starved_unseen = rule_result(
+        audit.app_is_bottleneck, app_cpu=TierCpu(busy_cores=0.2, allotted_cores=1),
+        db_cpu=TierCpu(busy_cores=0.3, allotted_cores=1), db_disk_busy=0.03, cpus_busy={"db": 0.97},
+        saturation=Saturation(app_pool_waiting_avg=3.1),
+        unobserved={"saturation.db_threads_running_avg":
+                    "mysqld_exporter reported no mysql_global_status_threads_running in the window"})
+    assert (starved_unseen.status, starved_unseen.evidence) == (
+        Status.NOT_EVALUATED,
+        "not evaluated: app used 0.20 of 1 cores (20%), well below its cores, and whether the database limited it "
+        "cannot be told: not observed: whether its CPUs, 97% busy with every process of the machine, held statements "
+        "queued and the app's requests waiting (mysqld_exporter reported no mysql_global_status_threads_running in "
+        "the window)")
 
 
 def test_tiers_colocated() -> None:
@@ -409,16 +442,61 @@ def test_tiers_colocated() -> None:
     assert (quiet.status, quiet.evidence) == (Status.VALID, "3 tiers on separate machines")
 
 
+SETTLED = WarmupEnd(seconds=5, target_rate=2000, answered_per_s=1998.4, errors=0, p99_ms=3.1, source="vegeta")
+
+
 def test_warm_up() -> None:
-    with_scenario = dataclasses.replace(STEADY, scenario=SCENARIO)
-    assert rule_result(audit.warmed_up, with_scenario, warmup_s=30).status is Status.VALID
-    short = rule_result(audit.warmed_up, with_scenario, warmup_s=10)
+    with_scenario = dataclasses.replace(STEADY, scenario=dataclasses.replace(SCENARIO, scenario_warmup_s=30))
+    settled = rule_result(audit.warmed_up, with_scenario, warmup_s=30, warmup_end=SETTLED)
+    assert (settled.status, settled.evidence) == (
+        Status.VALID, "warm-up 30 s (scenario greeting asks 30 s); its last 5 s answered 1998.4 of 2000 req/s (100%; "
+                      "minimum 95%), corrected p99 3.1 ms (no SLO known)")
+    short = rule_result(audit.warmed_up, with_scenario, warmup_s=10, warmup_end=SETTLED)
     assert (short.status, short.evidence) == (
         Status.WARN, "warm-up 10 s, shorter than the 30 s scenario greeting asks",
     )
     missing = rule_result(audit.warmed_up, STEADY, warmup_s=0)
     assert missing.status is Status.WARN
     assert rule_result(audit.warmed_up, STEADY, warmup_s=30).status is Status.NOT_EVALUATED
+
+
+ZIPCODES = ScenarioRun(name="zipcodes", rate=300, duration_s=40, warmup_s=10, slo_p99_ms=50.0, scenario_warmup_s=30)
+
+
+def test_warm_up_is_held_against_the_scenarios_own_not_the_override() -> None:
+    """Issue 24: WARMUP=10s read "warm-up 10 s (scenario zipcodes asks 10 s)" and passed; zipcodes asks 30 s."""
+    run = dataclasses.replace(STEADY, scenario=ZIPCODES)
+    short = rule_result(audit.warmed_up, run, warmup_s=10, warmup_end=SETTLED)
+    assert (short.status, short.evidence) == (Status.WARN, "warm-up 10 s, shorter than the 30 s scenario zipcodes asks")
+    # A result written before the scenario's own was kept: the override cannot be told from it.
+    old = dataclasses.replace(STEADY, scenario=dataclasses.replace(ZIPCODES, scenario_warmup_s=None))
+    assert rule_result(audit.warmed_up, old, warmup_s=10).evidence == (
+        "not evaluated: 10 s of warm-up ran; the warm-up scenario zipcodes's own file asks for was not recorded (a run "
+        "made before perflab kept it beside WARMUP=)")
+
+
+def test_a_warm_up_that_had_not_settled_at_its_end() -> None:
+    """Issue 24: the warm-up ended answering 40 of 300 a second at a p99 of 9.2 s, and warmed_up was VALID."""
+    run = dataclasses.replace(STEADY, scenario=dataclasses.replace(ZIPCODES, warmup_s=30))
+    cold = WarmupEnd(seconds=5, target_rate=300, answered_per_s=40.2, errors=0, p99_ms=9200.0, source="vegeta")
+    fired = rule_result(audit.warmed_up, run, warmup_s=30, warmup_end=cold)
+    assert (fired.status, fired.evidence) == (
+        Status.WARN, "warm-up 30 s (scenario zipcodes asks 30 s) had not settled: its last 5 s answered 40.2 of 300 "
+                     "req/s (13%; minimum 95%), corrected p99 9,200 ms over the SLO of 50 ms")
+    # At the rate, but its answers still slow (the app's own p99 from its histogram, a wrk2 run).
+    slow = WarmupEnd(seconds=5, target_rate=300, answered_per_s=299.6, errors=0, p99_ms=180.0, source="app-histogram")
+    assert rule_result(audit.warmed_up, run, warmup_s=30, warmup_end=slow).evidence == (
+        "warm-up 30 s (scenario zipcodes asks 30 s) had not settled: its last 5 s answered 299.6 of 300 req/s "
+        "(100%; minimum 95%), the app's own p99 180 ms over the SLO of 50 ms")
+    failing = WarmupEnd(seconds=5, target_rate=300, answered_per_s=296.0, errors=12, p99_ms=8.0, source="vegeta")
+    assert rule_result(audit.warmed_up, run, warmup_s=30, warmup_end=failing).status is Status.WARN
+    unseen = rule_result(audit.warmed_up, run, warmup_s=30, unobserved={
+        "warmup_end": "timeseries.json holds no warm-up (a vegeta run keeps it in vegeta-warmup*.jsonl.gz, a wrk2 "
+                      "run reads it from the app's histogram)"})
+    assert unseen.status is Status.NOT_EVALUATED and unseen.evidence == (
+        "not evaluated: warm-up 30 s (scenario zipcodes asks 30 s), but whether it settled was not observed: "
+        "timeseries.json holds no warm-up (a vegeta run keeps it in vegeta-warmup*.jsonl.gz, a wrk2 run reads it "
+        "from the app's histogram)")
 
 
 def test_mix_drift() -> None:
@@ -432,11 +510,40 @@ def test_mix_drift() -> None:
 def test_db_sessions_without_tls() -> None:
     fired = rule_result(audit.same_db_work, db_sessions=DbSessions(total=16, tls=15))
     assert (fired.status, fired.evidence) == (Status.INVALID, "not the same work: 1 of 16 DB sessions without TLS")
-    quiet = rule_result(audit.same_db_work, db_sessions=DbSessions(total=16, tls=16))
-    assert (quiet.status, quiet.evidence) == (
-        Status.VALID,
-        "all 16 DB sessions used TLS; statements per request not evaluated: no statement counts",
+    half = rule_result(audit.same_db_work, db_sessions=DbSessions(total=16, tls=16),
+                       unobserved={"statements_per_request": "no Prometheus data: Prometheus at "
+                                                             "http://127.0.0.1:9090 is unreachable"})
+    # Issue 24: Prometheus stopped mid-run left this VALID on its TLS half alone.
+    assert (half.status, half.evidence) == (
+        Status.NOT_EVALUATED,
+        "not evaluated: statements per request not evaluated: no Prometheus data: Prometheus at "
+        "http://127.0.0.1:9090 is unreachable (seen: all 16 DB sessions used TLS)",
     )
+    # What was seen is enough to fail it, whatever was not.
+    untls = rule_result(audit.same_db_work, db_sessions=DbSessions(total=16, tls=14))
+    assert (untls.status, untls.evidence) == (Status.INVALID, "not the same work: 2 of 16 DB sessions without TLS")
+
+
+def test_statements_per_request_after_a_restart_in_the_window_are_not_judged() -> None:
+    """Issue 24: the JVM killed 20 s into the window and started again by systemd; the app's counters
+    restarted from zero and same_db_work read "2.78 select statements per request" for the contract's 1."""
+    run = dataclasses.replace(STEADY, started_at="2026-11-27T09:00:00Z")
+    restarted = rule_result(
+        audit.same_db_work, run, db_sessions=DbSessions(total=16, tls=16),
+        statements_per_request=StatementsPerRequest(select=2.78, insert=0.0, update=0.0, delete=0.0),
+        expected_statements_per_request=StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0),
+        app_jvm_started_at=audit.window_start(run) + 24.0)  # type: ignore[operator]
+    assert (restarted.status, restarted.evidence) == (
+        Status.NOT_EVALUATED,
+        "not evaluated: statements per request not evaluated: the app restarted 24 s into the measured window (its "
+        "JVM started at 09:00:24Z), and its request counters started again from zero: the window's requests are not "
+        "known (seen: all 16 DB sessions used TLS)")
+    before = rule_result(
+        audit.same_db_work, run, db_sessions=DbSessions(total=16, tls=16),
+        statements_per_request=StatementsPerRequest(select=1.01, insert=0.0, update=0.0, delete=0.0),
+        expected_statements_per_request=StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0),
+        app_jvm_started_at=audit.window_start(run) - 95.0)  # type: ignore[operator]
+    assert before.status is Status.VALID
 
 
 def test_statements_per_request_against_the_contract() -> None:
@@ -529,7 +636,7 @@ def _bench_inputs(scenario: Mapping[str, object]) -> dict[str, object]:
         "run": {"scenario": {"name": "zipcodes", "rate": 500, "connections": 16, "threads": 2, **scenario},
                 "phases": {"measure": {"environment": {"WRITE_RATIO": "0.5"}}}, "tool": "wrk2",
                 "target_url": "http://perflab-app:8080", "duration_s": 60, "warmup_s": 30, "calibration_ms": 0},
-        "db_delay_ms": 0, "measure_started_at": "2026-11-24T00:07:50Z", "measure_ended_at": "2026-11-24T00:08:50Z",
+        "db_delay_ms": 0, "measure_started_at": "2026-11-24T00:07:50Z", "measure_ended_at": "2026-11-24T00:09:00Z",
         "deployment": {"app": "quarkus", "start_to_ready_ms": 900.0},
         "cpu_start": {"app": sample}, "cpu_end": {"app": sample}, "tiers": {"app": ["perflab-app"]}, "hosts": {},
         "versions": {}, "run_id": "20261124T000740Z-quarkus-zipcodes", "raw_files": ["wrk2-measure.txt"],

@@ -1,6 +1,7 @@
 """The perflab command, run as a subprocess, against expected output and exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -379,3 +380,17 @@ def test_the_old_name_audit_points_at_judge(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("perflab: `perflab audit` is now `perflab judge` (same arguments: RESULT.json "
                            "[--observations OBS.json] [--json]); the verdict it writes is still audit.json\n")
+
+
+def test_a_bad_repeat_of_make_bench_is_refused_in_one_line_naming_make_bench() -> None:
+    """Issue 24: `make bench REPEAT=abc` printed four lines of perflab compare's usage, then named
+    "perflab compare". The Makefile says which command was run (PERFLAB_AS)."""
+    done = subprocess.run([sys.executable, "-m", "perflab", "compare", "--scenario", "zipcodes", "--repeat", "abc",
+                           "--apps", "quarkus"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PERFLAB_AS": "make bench"})
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "make bench: REPEAT must be a whole number of runs from 1 to 20, got 'abc'\n")
+    alone = perflab("compare", "--repeat", "0")
+    assert alone.returncode == 2 and alone.stderr.startswith("usage: perflab compare")
+    assert alone.stderr.endswith("perflab compare: error: argument --repeat: REPEAT must be a whole number of runs "
+                                 "from 1 to 20, got '0'\n")

@@ -3,6 +3,7 @@ the tool's real output (the fixtures); Prometheus is a closed port here, so ever
 give is unobserved and says why."""
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import socket
@@ -259,3 +260,44 @@ def test_the_apps_cpu_is_against_what_its_profile_lets_it_use() -> None:
     inputs["deployment"]["cpu_quota_percent"] = 25
     bound = collect.app_cpu(load_inputs(inputs))
     assert bound.allotted_cores == 0.25 and bound.busy_fraction == pytest.approx(0.8)
+
+
+def test_the_warm_ups_end_reaches_the_audit_from_timeseries_json(tmp_path: Path) -> None:
+    """collect hands the audit the warm-up's last 5 s from the timeseries.json it wrote, or why it cannot."""
+    from perflab import timeseries
+    from perflab.observations import Observations
+
+    without = collect.with_warmup_end(Observations(warmup_s=30.0), tmp_path)
+    assert without.warmup_end is None and without.unobserved["warmup_end"] == (
+        "timeseries.json was not written (the collection's output says why)")
+    warm = timeseries.Phase(phase="warmup", files=(), start_s=-37.0, duration_s=30.0, target_rate=300.0,
+                            ok=(300,) * 25 + (52, 44, 40, 38, 27), errors=(0,) * 30, p50_ms=(3.0,) * 30,
+                            p99_ms=(8.0,) * 25 + (4100.0, 6900.0, 8300.0, 9200.0, 9100.0))
+    measure = timeseries.Phase(phase="measure", files=("vegeta-measure.jsonl.gz",), start_s=0.0, duration_s=2.0,
+                               target_rate=300.0, ok=(300, 300), errors=(0, 0), p50_ms=(3.0, 3.0), p99_ms=(7.0, 7.0))
+    rundir.write_timeseries(tmp_path, timeseries.TimeSeries(origin_unix_s=1_790_000_000.0, phases=(warm, measure)))
+    found = collect.with_warmup_end(Observations(warmup_s=30.0), tmp_path)
+    assert found.warmup_end is not None and "warmup_end" not in found.unobserved
+    assert (found.warmup_end.seconds, found.warmup_end.answered_per_s, found.warmup_end.p99_ms) == (5, 40.2, 9200.0)
+
+
+PROFILES = Path(__file__).parent / "fixtures" / "profiles"
+
+
+def test_a_profiled_window_gets_its_summary_and_one_line_naming_the_top_layers(tmp_path: Path) -> None:
+    """PROFILE_APP=cpu: profile_fetch.yml put the app's collapsed stacks in the run's directory."""
+    (tmp_path / collect.PROFILE_COLLAPSED).write_bytes(
+        gzip.decompress((PROFILES / "quarkus-plaintext-json-cpu.collapsed.gz").read_bytes()))
+    written, line = collect.profile_of(tmp_path)
+    summary = rundir.read_profile_summary(tmp_path)
+    assert written == summary
+    assert summary.samples > 0 and abs(sum(entry.share for entry in summary.layers) - 1) < 1e-9
+    top = max(summary.layers, key=lambda entry: entry.samples)
+    assert line.startswith(f"the app's profile ({summary.samples} samples, flamegraph.html): ")
+    assert f"% {top.title}" in line.split(": ", 1)[1].split(", ")[0]
+
+
+def test_a_window_without_a_profile_says_why_and_none_asked_says_nothing(tmp_path: Path) -> None:
+    assert collect.profile_of(tmp_path) == (None, "") and not (tmp_path / rundir.PROFILE_SUMMARY).exists()
+    (tmp_path / collect.PROFILE_ERROR).write_text(json.dumps({"error": "process 812 is /usr/bin/node, not a JVM"}))
+    assert collect.profile_of(tmp_path) == (None, "the app was not profiled: process 812 is /usr/bin/node, not a JVM")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import audit, collect, compare, repetitions, rundir
+from perflab import audit, collect, compare, repetitions, results, rundir
 from perflab.audit import Status, Verdict
 from perflab.model import AppSettings, Repetition, RunResult
 from perflab.observations import Observations
@@ -38,8 +38,8 @@ def _run(run_dir: Path, verdict: Verdict | Status, result: RunResult = STEADY, c
 def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
     _run(tmp_path / "new", audit.audit(STEADY, Observations(app_cpu=APP_CPU, app_max_rss_bytes=300 * 1024 * 1024)))
     _run(tmp_path / "old", Status.VALID)  # audited before the app's cost
-    lines = compare.table([compare.read_row("quarkus", tmp_path / "new"), compare.read_row("spring-mvc", tmp_path / "old"),
-                           compare.read_row("spring-webflux", None)]).splitlines()
+    lines = compare.table([results.read_run_row("quarkus", tmp_path / "new"), results.read_run_row("spring-mvc", tmp_path / "old"),
+                           results.read_run_row("spring-webflux", None)]).splitlines()
     assert lines[0].split("  ")[-5:] == ["verdict", "app CPU-s/1k req", "app max RSS MiB", "repetition",
                                          "start to first request ms"]
     # The columns before stay where they were (tests/bench_runs reads a row by position).
@@ -52,10 +52,10 @@ def test_compare_appends_the_app_cost_to_its_table(tmp_path: Path) -> None:
 def test_ours_beside_theirs_where_a_foreign_app_ran_with_its_counterpart(tmp_path: Path) -> None:
     """tfb-quarkus (counterpart: quarkus) beside quarkus: each figure ours / theirs from their runs;
     an app without a counterpart in the comparison gets no line, nor does a pair with an INVALID run."""
-    def ran(name: str, cpu: float, rss_mib: float, start_ms: float, status: Status = Status.VALID) -> compare.Row:
+    def ran(name: str, cpu: float, rss_mib: float, start_ms: float, status: Status = Status.VALID) -> results.RunRow:
         app = AppSettings(name=name, start_to_first_request_ms=start_ms)
         verdict = Verdict(status=status, rules=(), app_cpu_s_per_1000_requests=cpu, app_max_rss_bytes=rss_mib * 2**20)
-        return compare.read_row(name, _run(tmp_path / name, verdict, dataclasses.replace(STEADY, app=app)))
+        return results.read_run_row(name, _run(tmp_path / name, verdict, dataclasses.replace(STEADY, app=app)))
 
     apps = [compare.App("quarkus", "quarkus", ""), compare.App("tfb-quarkus", "tfb-quarkus", "", counterpart="quarkus"),
             compare.App("spring-mvc", "spring-mvc", ""), compare.App("tfb-spring", "tfb-spring", "", counterpart="spring-mvc")]
@@ -66,6 +66,26 @@ def test_ours_beside_theirs_where_a_foreign_app_ran_with_its_counterpart(tmp_pat
         "  quarkus / tfb-quarkus: app CPU-s/1k req 0.204 / 0.180 = 1.13, max RSS MiB 230 / 200 = 1.15, "
         "start to first request ms 1200 / 1000 = 1.20"]
     assert compare.ours_theirs(rows[:1], apps[:1]) == []
+
+
+def test_ours_beside_theirs_with_repetitions_is_the_median_of_each_apps_runs(tmp_path: Path) -> None:
+    """make compare REPEAT=3 (issue 23): the ratio of the medians, each with its range, not one run's."""
+    def ran(name: str, index: int, cpu: float, status: Status = Status.VALID) -> results.RunRow:
+        app = AppSettings(name=name, start_to_first_request_ms=1000.0)
+        verdict = Verdict(status=status, rules=(), app_cpu_s_per_1000_requests=cpu, app_max_rss_bytes=200 * 2**20)
+        run_dir = _run(tmp_path / f"{name}-{index}", verdict, dataclasses.replace(STEADY, app=app))
+        return results.read_run_row(name, run_dir, f"{index}/3")
+
+    apps = [compare.App("spring-webflux", "spring-webflux", ""),
+            compare.App("tfb-spring-webflux", "tfb-spring-webflux", "", counterpart="spring-webflux")]
+    rows = [ran("spring-webflux", 1, 0.316), ran("tfb-spring-webflux", 1, 0.084),
+            ran("spring-webflux", 2, 0.293), ran("tfb-spring-webflux", 2, 0.083),
+            ran("spring-webflux", 3, 0.304), ran("tfb-spring-webflux", 3, 0.900, Status.INVALID)]
+    assert compare.ours_theirs(rows, apps) == [
+        "perflab compare: ours / theirs (the medians of each app's judged runs, [their range]; a ratio over 1 is ours "
+        "costing more)",
+        "  spring-webflux / tfb-spring-webflux (3 / 2 runs): app CPU-s/1k req 0.304 [0.293-0.316] / 0.084 [0.083-0.084] "
+        "= 3.64, max RSS MiB 200 / 200 = 1.00, start to first request ms 1000 / 1000 = 1.00"]
 
 
 def test_a_spread_is_the_median_and_the_range_and_one_run_is_never_indistinguishable() -> None:
@@ -92,10 +112,10 @@ def test_the_summary_gives_medians_and_ranges_and_names_the_apps_it_cannot_tell_
     for app, p99s, cpus in (("quarkus", (3.1, 5.0, 3.4), (0.21, 0.20, 0.22)), ("spring-mvc", (4.6, 4.2, 4.9), (0.31, 0.33, 0.30))):
         for index, (p99, cpu) in enumerate(zip(p99s, cpus), start=1):
             run_dir = _run(tmp_path / f"{app}-{index}", Status.VALID, _measured(p99, 1990.0 + index), cpu)
-            rows.append(compare.read_row(app, run_dir, f"{index}/3"))
+            rows.append(results.read_run_row(app, run_dir, f"{index}/3"))
     # An INVALID run and an incomplete one are left out of the medians.
-    rows.append(compare.read_row("spring-mvc", _run(tmp_path / "invalid", Status.INVALID, _measured(90.0, 1200.0)), "x"))
-    rows.append(compare.read_row("quarkus", None, "x"))
+    rows.append(results.read_run_row("spring-mvc", _run(tmp_path / "invalid", Status.INVALID, _measured(90.0, 1200.0)), "x"))
+    rows.append(results.read_run_row("quarkus", None, "x"))
     lines = compare.summary(rows)
     assert lines[1] == "  quarkus (3 runs): achieved/s 1992 [1991-1993], p99 ms 3.4 [3.1-5], app CPU-s/1k req 0.21 [0.2-0.22]"
     assert lines[2].startswith("  spring-mvc (3 runs): achieved/s") and "p99 ms 4.6 [4.2-4.9]" in lines[2]

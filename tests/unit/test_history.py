@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from perflab import history
-from perflab.report import SetKey, load
+from perflab.results import SetKey, load
 from report.builder import GOOD_RUNS, LAB_RUN_ID, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, WARMUP_RUN, \
     full_results, perflab
 

@@ -20,7 +20,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from perflab import cli, compare, manifest
+from perflab import app_build, app_cli, cli, compare, manifest
 from perflab.manifest import Manifest, ManifestError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -359,7 +359,7 @@ def test_a_foreign_app_is_pointed_at_the_labs_database_and_port(tmp_path: Path) 
     assert deployed["env"] == {"QUARKUS_DATASOURCE_REACTIVE_URL": "mysql://db.example:3306/perflab", "QUARKUS_DATASOURCE_USERNAME": "perflab",
                                "PASSWORD_FILE": "/etc/perflab/db-password", "COST": "$5"}
     assert deployed["password_env"] == ["QUARKUS_DATASOURCE_PASSWORD"] and deployed["password_file"]
-    assert manifest.artifact_problem(found, Path(deployed["artifact"]["path"])) is None
+    assert app_build.artifact_problem(found, Path(deployed["artifact"]["path"])) is None
     moved = manifest.deploy_vars(found, {}, LAB, port=18080)
     assert moved["port"] == 18080 and moved["launch"]["jvm_options"] == ["-Dquarkus.http.port=18080"]
     # Without a lab value a variable stays visible as it is written (perflab app show without --lab).
@@ -400,19 +400,19 @@ def builds(tmp_path: Path) -> list[str]:
 
 def test_the_build_runs_when_the_artifact_is_missing_or_older_than_its_sources(tmp_path: Path) -> None:
     found, said = builder(tmp_path), list[str]()
-    assert manifest.build(found, said.append) == tmp_path / "target" / "app.jar"
+    assert app_build.build(found, said.append) == tmp_path / "target" / "app.jar"
     assert builds(tmp_path) == ["built"] and said[0].startswith("perflab app: building demo (") and "app.jar is missing)" in said[0]
-    manifest.build(found, said.append)
+    app_build.build(found, said.append)
     assert builds(tmp_path) == ["built"], "an artifact newer than its sources is not rebuilt"
     past = time.time() - 60
     os.utime(tmp_path / "target" / "app.jar", (past, past))
-    manifest.build(found, said.append)
+    app_build.build(found, said.append)
     assert builds(tmp_path) == ["built", "built"] and "is older than its sources" in said[-1]
 
 
 def test_the_build_reads_the_controllers_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WHO", "me")
-    manifest.build(builder(tmp_path), lambda _: None)
+    app_build.build(builder(tmp_path), lambda _: None)
     assert builds(tmp_path) == ["me"]
     found = builder(tmp_path, dir="${APP_HOME}")
     monkeypatch.delenv("APP_HOME", raising=False)
@@ -424,20 +424,20 @@ def test_the_build_reads_the_controllers_environment(tmp_path: Path, monkeypatch
 def test_a_failing_build_or_a_missing_artifact_is_one_clear_message(tmp_path: Path) -> None:
     document = valid()
     document["artifact"] = {"path": "target/app.jar", "build": {"command": [sys.executable, "-c", "raise SystemExit(3)"]}}
-    with pytest.raises(manifest.BuildError, match=r"^demo: the build failed \(exit 3\): "):
-        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+    with pytest.raises(app_build.BuildError, match=r"^demo: the build failed \(exit 3\): "):
+        app_build.build(manifest.load(write(tmp_path, document)), lambda _: None)
     document["artifact"]["build"]["command"] = ["true"]
-    with pytest.raises(manifest.BuildError, match=r"^demo: the jar .*target/app.jar does not exist after its build: check "
+    with pytest.raises(app_build.BuildError, match=r"^demo: the jar .*target/app.jar does not exist after its build: check "
                                                   r"artifact.path and launch.jar in "):
-        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+        app_build.build(manifest.load(write(tmp_path, document)), lambda _: None)
     document["artifact"] = {"path": "target"}
     (tmp_path / "target").mkdir()
-    with pytest.raises(manifest.BuildError, match=r"does not exist \(it is a directory: name the jar in it in launch.jar\) and its "
+    with pytest.raises(app_build.BuildError, match=r"does not exist \(it is a directory: name the jar in it in launch.jar\) and its "
                                                   r"manifest has no build: build it, or fix artifact.path in "):
-        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+        app_build.build(manifest.load(write(tmp_path, document)), lambda _: None)
     document["launch"] = {"jar": "run.jar"}
-    with pytest.raises(manifest.BuildError, match="launch.jar 'run.jar' is not a file in"):
-        manifest.build(manifest.load(write(tmp_path, document)), lambda _: None)
+    with pytest.raises(app_build.BuildError, match="launch.jar 'run.jar' is not a file in"):
+        app_build.build(manifest.load(write(tmp_path, document)), lambda _: None)
 
 
 def test_a_directory_is_packed_into_the_same_bytes_until_its_content_changes(tmp_path: Path) -> None:
@@ -450,16 +450,16 @@ def test_a_directory_is_packed_into_the_same_bytes_until_its_content_changes(tmp
     document["launch"] = {"jar": "quarkus-run.jar"}
     found = manifest.load(write(tmp_path, document))
     tar = tmp_path / "out" / "demo.tar"
-    assert manifest.pack(found, tar)
+    assert app_build.pack(found, tar)
     first = tar.read_bytes()
     time.sleep(0.01)
     (app / "lib" / "a.jar").write_text("a")  # rewritten by a build, same content: same tar
-    assert not manifest.pack(found, tar) and tar.read_bytes() == first
+    assert not app_build.pack(found, tar) and tar.read_bytes() == first
     with tarfile.open(tar) as packed:
         assert packed.getnames() == ["quarkus-app", "quarkus-app/quarkus-run.jar", "quarkus-app/lib", "quarkus-app/lib/a.jar"]
         assert {m.mtime for m in packed.getmembers()} == {0}
     (app / "lib" / "b.jar").write_text("b")
-    assert manifest.pack(found, tar) and tar.read_bytes() != first
+    assert app_build.pack(found, tar) and tar.read_bytes() != first
     assert [p.name for p in tar.parent.iterdir()] == ["demo.tar"]
 
 
@@ -540,7 +540,7 @@ def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variant
         built.append(found.name)
         return manifest.artifact_path(found)
 
-    monkeypatch.setattr(manifest, "build", build)
+    monkeypatch.setattr(app_build, "build", build)
 
     def chosen(given: str, scenario: str, selections: list[str]) -> list[tuple[str, str]]:
         built.clear()

@@ -2,15 +2,17 @@
 audit's new branches (DB starved on shared CPUs), and a run with no Prometheus that still yields
 observations saying why."""
 
+import dataclasses
+import re
 import socket
 import threading
 
 import pytest
 
-from perflab import audit, observe
+from perflab import audit, observe, tiers
 from perflab.audit import THRESHOLDS, Status
 from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable, Sample
-from perflab.observations import Observations, Saturation, StatementsPerRequest, TierCpu
+from perflab.observations import DbSessions, Observations, Saturation, StatementsPerRequest, TierCpu
 
 from .test_audit import STEADY, rule_result
 
@@ -45,10 +47,10 @@ def test_techempowers_plaintext_and_json_cost_no_statement() -> None:
     assert why == ""
     assert expected == StatementsPerRequest(select=0.0, insert=0.0, update=0.0, delete=0.0)
     quiet = rule_result(audit.same_db_work, statements_per_request=StatementsPerRequest(0.01, 0.0, 0.0, 0.0),
-                        expected_statements_per_request=expected)
+                        expected_statements_per_request=expected, db_sessions=DbSessions(total=8, tls=8))
     assert quiet.status is Status.VALID and quiet.evidence.endswith("statements per request as the contract says")
     stray = rule_result(audit.same_db_work, statements_per_request=StatementsPerRequest(0.5, 0.0, 0.0, 0.0),
-                        expected_statements_per_request=expected)
+                        expected_statements_per_request=expected, db_sessions=DbSessions(total=8, tls=8))
     assert (stray.status, stray.evidence) == (
         Status.INVALID, "not the same work: 0.50 select statements per request where the contract says 0.00")
 
@@ -113,7 +115,7 @@ def test_not_evaluated_names_the_observers_reason() -> None:
     assert audit.jit_quiet(STEADY, Observations(), THRESHOLDS).evidence == "not evaluated: no Prometheus data on JIT compilation"
 
 
-APP_IDLE = {"app_cpu": TierCpu(0.2, 1), "db_cpu": TierCpu(0.1, 1)}
+APP_IDLE = {"app_cpu": TierCpu(0.2, 1), "db_cpu": TierCpu(0.1, 1), "db_disk_busy": 0.02}
 
 
 def test_db_starved_on_shared_cpus_with_pool_waits_is_not_comparable() -> None:
@@ -144,12 +146,20 @@ class ScrapedLab:
     at_rest selects at every mysqld scrape."""
 
     def __init__(self, rate: float, spans: list[tuple[float, float]], at_rest: float = 0.0, interval: float = 5.0,
-                 offsets: tuple[float, float] = (4.0, 0.5)) -> None:
+                 offsets: tuple[float, float] = (4.0, 0.5), app_restarts: tuple[float, ...] = (),
+                 db_restarts: tuple[float, ...] = ()) -> None:
         self.rate, self.spans, self.at_rest, self.interval = rate, spans, at_rest, interval
         self.app_offset, self.db_offset = offsets
+        # Moments the app's JVM (the DB) started again: its counters count from zero after them.
+        self.app_restarts, self.db_restarts = app_restarts, db_restarts
 
-    def _served(self, t: float) -> float:
-        return sum(self.rate * max(0.0, min(t, end) - start) for start, end in self.spans)
+    def _served(self, t: float, since: float = float("-inf")) -> float:
+        return sum(self.rate * max(0.0, min(t, end) - max(start, since)) for start, end in self.spans)
+
+    def _resets(self, expr: str, at: float) -> list[Sample]:
+        span = float(re.search(r"\[(\d+)s\]", expr).group(1))  # type: ignore[union-attr]
+        restarts = self.app_restarts if "http_server_requests" in expr else self.db_restarts
+        return [Sample({}, float(sum(1 for r in restarts if at - span < r <= at)))]
 
     def _last_scrape(self, t: float, offset: float) -> float:
         return offset + self.interval * ((t - offset) // self.interval)
@@ -157,13 +167,17 @@ class ScrapedLab:
     def query(self, expr: str, at: float | None = None) -> list[Sample]:
         assert at is not None
         db_scrape = self._last_scrape(at, self.db_offset)
+        if expr.startswith("sum(resets("):
+            return self._resets(expr, at)
         if "http_server_requests_seconds_count" in expr:
-            served = self._served(self._last_scrape(at, self.app_offset))
+            app_scrape = self._last_scrape(at, self.app_offset)
+            served = self._served(app_scrape, since=max((r for r in self.app_restarts if r <= app_scrape), default=-1e9))
             return [Sample({"method": "GET", "uri": "/zipcodes/{zip}", "status": "200"}, served)]
         if "timestamp(" in expr:
             return [Sample({}, db_scrape)]
         if 'command="select"' in expr:
-            return [Sample({}, self._served(db_scrape) + self.at_rest * (db_scrape // self.interval))]
+            since = max((r for r in self.db_restarts if r <= db_scrape), default=-1e9)
+            return [Sample({}, self._served(db_scrape, since) + self.at_rest * (db_scrape // self.interval))]
         if "mysql_global_status_commands_total" in expr:
             return [Sample({}, 0.0)]
         raise AssertionError(f"not scripted: {expr}")
@@ -232,6 +246,42 @@ def test_statements_per_request_stay_right_at_a_15_s_scrape_interval() -> None:
         observe.Window(1000.0, 1060.0, scrape_interval_s=0.0)
 
 
+def test_counters_that_went_back_in_the_window_give_no_statements_per_request() -> None:
+    """Issue 24: the JVM killed mid-window and started again by systemd; its request counters began again
+    from zero and same_db_work read 2.78 selects per request. 300 req/s, the JVM down from 1024 to 1031
+    (what was sent then failed), the app's counters from zero after 1031."""
+    spans = [(900.0, 993.0), (1000.5, 1024.0), (1031.0, 1059.8)]
+    window = observe.Window(1000.0, 1060.0, quiet_s=7.0)
+    # Without the reset seen, the differences would give a false figure: the DB's selects over the app's
+    # requests since its restart, against its requests before the window.
+    blind = ScrapedLab(300.0, spans, app_restarts=(1031.0,))
+    requests = blind.value("http_server_requests_seconds_count", 1067.0) - blind.value(  # type: ignore[operator]
+        "http_server_requests_seconds_count", 1000.0)
+    assert requests < 0  # 8,640 since the restart against 27,900 before the window
+    found = statements(ScrapedLab(300.0, spans, app_restarts=(1031.0,)), window)
+    assert found.statements_per_request is None and found.write_share_by_third is None
+    reason = ("the app quarkus's counters went back 1 time(s) in the window (http_server_requests_seconds_count: its "
+              "JVM started again, counting from zero): what they counted before cannot be added to what they counted "
+              "after")
+    assert {name: found.unobserved[name] for name in
+            ("statements_per_request", "expected_statements_per_request", "write_share_by_third")} == dict.fromkeys(
+        ("statements_per_request", "expected_statements_per_request", "write_share_by_third"), reason)
+    rule = audit.same_db_work(STEADY, Observations(db_sessions=DbSessions(16, 16), unobserved=found.unobserved),
+                              THRESHOLDS)
+    assert (rule.status, rule.evidence) == (
+        Status.NOT_EVALUATED, f"not evaluated: statements per request not evaluated: {reason} (seen: all 16 DB sessions "
+                              "used TLS)")
+    # The DB started again instead (its Com_* from zero, the app's requests all counted).
+    db_back = statements(ScrapedLab(300.0, [(900.0, 993.0), (1000.5, 1059.8)], db_restarts=(1030.0,)), window)
+    assert db_back.statements_per_request is None and db_back.expected_statements_per_request is not None
+    assert db_back.unobserved["statements_per_request"] == (
+        "the DB's statement counters went back 1 time(s) in the window (Com_*: the DB started again, counting from "
+        "zero): the window's statements are not known")
+    # A restart in the warm-up, before the window's last sample before it, is not the window's.
+    warm = statements(ScrapedLab(300.0, spans[:1] + [(1000.5, 1059.8)], app_restarts=(950.0,)), window)
+    assert warm.statements_per_request == StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0)
+
+
 def test_too_few_requests_to_tell_the_workloads_statements_from_the_exporters() -> None:
     # 500 requests against 7 selects per scrape, which a reading may or may not include: 0.028
     # per request of uncertainty, more than half of same_db_work's tolerance.
@@ -288,13 +338,17 @@ class LifeLab:
     JVM_STARTS (each later one replacing the one before), mysql_up 0 from DB_DOWN over the given
     scrapes (every 5 s from 1000.5). Any other query: nothing."""
 
-    def __init__(self, jvm_starts: list[float], db_down: list[float] | None = None, db_scraped: bool = True) -> None:
+    def __init__(self, jvm_starts: list[float], db_down: list[float] | None = None, db_scraped: bool = True,
+                 held: int | None = None) -> None:
         self.jvm_starts, self.db_down, self.db_scraped = jvm_starts, db_down or [], db_scraped
+        self.held = held  # samples Prometheus holds of each series in the window (None: does not say)
         self.asked: list[tuple[str, float | None]] = []
 
     def query(self, expr: str, at: float | None = None) -> list[Sample]:
         self.asked.append((expr, at))
         assert at is not None
+        if expr.startswith("max(count_over_time("):
+            return [] if self.held is None else [Sample({}, float(self.held))]
         if expr.startswith("max(max_over_time(((namedprocess_namegroup_oldest_start_time_seconds"):
             # The filter: a start after the window's end is not this window's.
             seen = [start for start in self.jvm_starts if start <= WINDOW.end]
@@ -454,3 +508,51 @@ def test_the_request_handling_gauges_are_read_over_the_window() -> None:
     assert (found.app_virtual_carriers_busy_avg, found.app_virtual_carriers_max, found.app_virtual_carriers_started_max,
             found.app_virtual_queue_avg, found.app_virtual_queue_max) == (0.5, 2.0, 3.0, 6.0, 12.0)
     assert 'max_over_time((sum(perflab_event_loops{job="app",application="quarkus"}))[60s:5s])' in lab.asked
+
+
+def test_each_tiers_own_service_cpu_is_read_apart_from_its_hosts() -> None:
+    """Issue 24: DB_CPU_HOG=4 counted the hog's CPU as MariaDB's. The service's own cores come from its
+    process-exporter group on the tier's hosts (mysqld on db, app-java on app, loadgen on loadgen)."""
+    expr = tiers.cpu_service_cores("40s")
+    assert expr == " or ".join(
+        f'sum by (tier) (rate(namedprocess_namegroup_cpu_seconds_total{{job="process",tier="{tier}",'
+        f'groupname="{group}"}}[40s]))' for tier, group in (("loadgen", "loadgen"), ("app", "app-java"), ("db", "mysqld")))
+
+    class Groups:
+        def query(self, asked: str, at: float | None = None) -> list[Sample]:
+            assert asked == expr and at == 1040.0
+            return [Sample({"tier": "db"}, 0.09), Sample({"tier": "app"}, 0.31)]
+
+        def value(self, asked: str, at: float | None = None) -> float | None:
+            raise AssertionError("by tier")
+
+    observer = observe.Observer(Groups(), observe.Window(1000.0, 1040.0), "quarkus")  # type: ignore[arg-type]
+    observer.service_cpu()
+    assert observer.found.service_cpu == {"db": 0.09, "app": 0.31}
+    hogged = Observations(db_cpu=TierCpu(0.84, 1), app_cpu=TierCpu(0.3, 1), db_disk_busy=0.02,
+                          service_cpu=observer.found.service_cpu, db_name="MariaDB 10.11.18 on perflab-db")
+    assert "starved by other processes than MariaDB 10.11.18" in audit.app_is_bottleneck(STEADY, hogged, THRESHOLDS).evidence
+    # MariaDB itself at 0.85 of its core: the bottleneck is MariaDB's, as before the split.
+    own = audit.app_is_bottleneck(STEADY, dataclasses.replace(hogged, service_cpu={"db": 0.85}), THRESHOLDS)
+    assert own.evidence == ("not comparable: app used 0.30 of 1 cores (30%) while MariaDB 10.11.18 on perflab-db was the "
+                            "bottleneck: CPU 0.84 of 1 cores (84%), MariaDB 10.11.18 itself 0.84 of them")
+    empty = observe.Observer(EmptyLab(scraped=True), observe.Window(1000.0, 1040.0), "quarkus")  # type: ignore[arg-type]
+    empty.service_cpu()
+    assert empty.found.service_cpu is None and empty.found.unobserved["service_cpu"] == (
+        "process-exporter reported no CPU of the tiers' services (groups loadgen, app-java, mysqld) in the window")
+
+
+def test_prometheus_stopped_mid_run_cannot_vouch_for_the_db_or_the_jvm() -> None:
+    """Issue 24: Prometheus stopped 20 s into a 60 s window and started again: the 5 samples it holds say the DB
+    was up and the JVM did not restart, but not for the 35 s it did not see."""
+    partial = observe.observe(LifeLab([400.0], held=5), WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    reason = ("Prometheus holds 5 samples of {what} in the 60 s window where a scrape every 5 s makes 12: what the "
+              "missing part held is not known")
+    assert partial.db_down_s is None and partial.app_jvm_started_at is None
+    assert partial.unobserved["db_down_s"] == reason.format(what="mysqld_exporter's mysql_up")
+    assert partial.unobserved["app_jvm_started_at"] == reason.format(what="the app JVM's start time (process-exporter)")
+    assert audit.db_up(STEADY, partial, THRESHOLDS).status is Status.NOT_EVALUATED
+    # A restart it did see is one, whatever it missed; one scrape missed is a scrape's jitter.
+    assert observe.observe(LifeLab([400.0, 1012.0], held=5), WINDOW, "quarkus", {}).app_jvm_started_at == 1012.0  # type: ignore[arg-type]
+    whole = observe.observe(LifeLab([400.0], held=11), WINDOW, "quarkus", {})  # type: ignore[arg-type]
+    assert (whole.db_down_s, whole.app_jvm_started_at) == (0.0, 400.0)

@@ -13,10 +13,10 @@ import pytest
 from perflab import reproduce, rundir
 from perflab.attribution import Attribution, TierFigures
 from perflab.audit import RuleResult, Status, Verdict
-from perflab.compare import Row
+from perflab.results import RunRow
 from perflab.model import AppSettings, ErrorCounts, LatencyDistribution, RunResult
-from perflab.reproduce import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_1, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
-from perflab.timeseries import Phase, TimeSeries
+from perflab.field_reports import NOT_JUDGED, NOT_REPRODUCED, NOT_RUNNABLE, REPORT_1, REPORT_2, REPORT_3, REPORT_4, REPRODUCED
+from perflab.timeseries import APP_HISTOGRAM_SOURCE, VEGETA_SOURCE, Phase, TimeSeries
 
 
 def result(achieved: float, p50: float, start_ms: float = 15000.0) -> RunResult:
@@ -28,18 +28,18 @@ def result(achieved: float, p50: float, start_ms: float = 15000.0) -> RunResult:
 
 def row(tmp_path: Path, name: str, achieved: float, p50: float, status: str = "VALID", sentence: str = "",
         start_ms: float = 15000.0, app_cpu_s_per_1000_requests: float | None = None,
-        app_max_rss_bytes: float | None = None) -> Row:
+        app_max_rss_bytes: float | None = None) -> RunRow:
     run_dir = tmp_path / name
     run_dir.mkdir(parents=True)
     rundir.write_attribution(run_dir, Attribution(None, sentence, (), ()))
     verdict = Verdict(status=Status(status), rules=(), app_cpu_s_per_1000_requests=app_cpu_s_per_1000_requests,
                       app_max_rss_bytes=app_max_rss_bytes)
-    return Row(name, run_dir, "", result(achieved, p50, start_ms), verdict, "complete")
+    return RunRow(name, run_dir, "", result(achieved, p50, start_ms), verdict, "complete")
 
 
 # The lab's run of report 2 (issue 15): 200 threads 195.7 of 300 req/s at p50 3.96 s; the others held it.
 def report_2_rows(tmp_path: Path, mvc200_rate: float = 195.7, sentence: str = "limited by the app's request threads "
-                  "(200 of 200 busy on average; 95.3 requests waiting for one), at 195.7 of 300 req/s (65%).") -> dict[str, Row]:
+                  "(200 of 200 busy on average; 95.3 requests waiting for one), at 195.7 of 300 req/s (65%).") -> dict[str, RunRow]:
     return {"mvc200": row(tmp_path, "mvc200", mvc200_rate, 3960.0, "INVALID", sentence),
             "mvc400": row(tmp_path, "mvc400", 299.8, 1003.0),
             "virtual": row(tmp_path, "virtual", 299.9, 1002.0),
@@ -56,10 +56,10 @@ def test_report_2_reproduced_when_200_threads_cap_and_the_rest_hold(tmp_path: Pa
     assert relations[0]["figures"] == "195.7 of 300 req/s (200 threads / 1000 ms = 200 req/s)"
 
 
-def answered(run_dir: Path, per_second: Sequence[int], step_s: float = 1.0) -> None:
+def answered(run_dir: Path, per_second: Sequence[int], step_s: float = 1.0, source: str = VEGETA_SOURCE) -> None:
     """timeseries.json with the measured phase's answers per step, as collect writes it."""
     steps = len(per_second)
-    rundir.write_timeseries(run_dir, TimeSeries(step_s=step_s, origin_unix_s=1795671333.0, phases=(Phase(
+    rundir.write_timeseries(run_dir, TimeSeries(source=source, step_s=step_s, origin_unix_s=1795671333.0, phases=(Phase(
         phase="measure", files=("vegeta-measure.jsonl.gz",), start_s=0.0, duration_s=steps * step_s, target_rate=300.0,
         ok=tuple(per_second), errors=(0,) * steps, p50_ms=(None,) * steps, p99_ms=(None,) * steps),)))
 
@@ -75,8 +75,20 @@ def test_the_cap_is_what_the_app_answered_in_the_window_not_what_vegeta_schedule
     assert relations[0]["figures"] == ("237.4 of 300 req/s (200 threads / 1000 ms = 200 req/s); the app answered "
                                        "200.0 req/s (the median second of the window)")
     # The app's histogram's series (one step a scrape, 5 s): an app answering every request is not capped.
-    answered(tmp_path / "mvc200", [1500] * 6, step_s=5.0)
+    answered(tmp_path / "mvc200", [1500] * 6, step_s=5.0, source=APP_HISTOGRAM_SOURCE)
     assert statuses(reproduce.judge(REPORT_2, rows, REPORT_2.settings))[0] == NOT_REPRODUCED
+
+
+def test_a_capped_apps_histogram_is_read_over_the_whole_window_not_its_median_step(tmp_path: Path) -> None:
+    """A CI run on the SSH lab: the capped app answered its scrapes late (each waits for one of the 200
+    busy threads, up to the 1 s latency), so its 5 s steps covered 4 to 6 s of answers; their median
+    read 223.9 req/s of a 200 req/s cap (not reproduced). The window's total reads the cap."""
+    rows = report_2_rows(tmp_path, mvc200_rate=204.4)
+    answered(tmp_path / "mvc200", [1119, 1121, 880, 1118, 762], step_s=5.0, source=APP_HISTOGRAM_SOURCE)
+    relations = reproduce.judge(REPORT_2, rows, REPORT_2.settings)
+    assert relations[0]["status"] == REPRODUCED, relations[0]
+    assert relations[0]["figures"] == ("204.4 of 300 req/s (200 threads / 1000 ms = 200 req/s); the app answered "
+                                       "200.0 req/s (over the window, from the app's histogram)")
 
 
 def test_report_2_not_reproduced_when_200_threads_hold_or_the_cap_is_blamed_elsewhere(tmp_path: Path) -> None:
@@ -91,7 +103,7 @@ def test_report_2_not_reproduced_when_200_threads_hold_or_the_cap_is_blamed_else
 def test_a_slow_or_missing_run_is_not_reproduced_or_not_judged(tmp_path: Path) -> None:
     rows = report_2_rows(tmp_path)
     rows["webflux"] = row(tmp_path, "webflux-slow", 300.0, 2400.0)  # held the rate, answers queued
-    rows["virtual"] = Row("virtual", None, "", None, None, "no run (rejected before it started)")
+    rows["virtual"] = RunRow("virtual", None, "", None, None, "no run (rejected before it started)")
     relations = reproduce.judge(REPORT_2, rows, REPORT_2.settings)
     assert statuses(relations)[3:] == [NOT_REPRODUCED, NOT_JUDGED], relations
     assert relations[4]["figures"] == "virtual: no run (rejected before it started)"
@@ -145,7 +157,7 @@ def test_report_2_asks_for_the_delay_and_an_slo_above_it() -> None:
     assert '{"app_variants": "threads=platform max_threads=200"}' in options
 
 
-def report_4_rows(tmp_path: Path, virtual_rate: float = 200.0, virtual_cpu: float = 0.31) -> dict[str, Row]:
+def report_4_rows(tmp_path: Path, virtual_rate: float = 200.0, virtual_cpu: float = 0.31) -> dict[str, RunRow]:
     return {"platform": row(tmp_path, "platform", 199.8, 6.0, app_cpu_s_per_1000_requests=0.30),
             "virtual": row(tmp_path, "virtual", virtual_rate, 6.5, app_cpu_s_per_1000_requests=virtual_cpu),
             "platform-delayed": row(tmp_path, "platform-delayed", 20.0, 420.0, "INVALID"),
@@ -192,7 +204,7 @@ def test_report_4_without_netem_runs_the_rest_and_says_the_delay_is_not_runnable
 
 
 def report_1_row(tmp_path: Path, name: str, achieved: float, status: str, limiting: str | None, sentence: str,
-                 app_busy: float, db_saturated: tuple[str, ...] = (), rules: tuple[RuleResult, ...] = ()) -> Row:
+                 app_busy: float, db_saturated: tuple[str, ...] = (), rules: tuple[RuleResult, ...] = ()) -> RunRow:
     """A judged run of report 1 with what its relations read: the verdict's rules, the attribution's
     limiting tier and sentence, the app's CPU and what saturated the DB."""
     run_dir = tmp_path / name
@@ -201,10 +213,10 @@ def report_1_row(tmp_path: Path, name: str, achieved: float, status: str, limiti
              TierFigures("db", busy_cores=0.05, allotted_cores=1.0, cpu_busy_fraction=0.05, saturated=db_saturated))
     rundir.write_attribution(run_dir, Attribution(limiting, sentence, (), tiers))
     tls = RuleResult("same_db_work", Status.VALID, "all 16 DB sessions used TLS; 1.00 select per GET as the contract says")
-    return Row(name, run_dir, "", result(achieved, 4.0), Verdict(status=Status(status), rules=(tls, *rules)), "complete")
+    return RunRow(name, run_dir, "", result(achieved, 4.0), Verdict(status=Status(status), rules=(tls, *rules)), "complete")
 
 
-def report_1_rows(tmp_path: Path) -> dict[str, Row]:
+def report_1_rows(tmp_path: Path) -> dict[str, RunRow]:
     """Report 1's four arms as the lab judged them (figures of the kind the local lab gives)."""
     errors = RuleResult("no_errors", Status.INVALID, "5120 errors in 15000 requests (connect 5120)")
     return {
@@ -247,7 +259,7 @@ def test_report_1_steps_the_verdict_misses_are_not_reproduced(tmp_path: Path) ->
 
 def test_report_1_a_broken_app_refused_by_the_verify_phase_is_caught_too(tmp_path: Path) -> None:
     rows = report_1_rows(tmp_path)
-    rows["broken"] = Row("broken", tmp_path / "refused", "", None, None,
+    rows["broken"] = RunRow("broken", tmp_path / "refused", "", None, None,
                          "incomplete: verifying the app: verify: GET /zipcodes/{zip} answered 3 of 5 requests")
     relation = reproduce.judge(REPORT_1, rows, REPORT_1.settings)[0]
     assert relation["status"] == REPRODUCED and relation["figures"].startswith("refused before any load: incomplete: verifying")

@@ -20,7 +20,8 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from perflab import report, rundir, sweep
+from perflab import rundir, sweep
+from perflab.results import load
 from perflab.model import dumps, load_document
 
 from .helpers import UNIT_DIR, VEGETA_FIXTURES
@@ -79,7 +80,8 @@ def test_a_run_and_a_sweep_written_before_rundir_load_and_report_as_they_did(tmp
     shutil.copytree(BEFORE, results, ignore=shutil.ignore_patterns("*.md"))
     shutil.copy(VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", results / BEFORE_RUN / "vegeta-measure.jsonl.gz")
     stored = sorted(results.glob("*/*.json"))
-    assert {path.name for path in stored} == set(rundir.MODELS) - {rundir.UTILIZATION}
+    # Runs were not profiled then (issue 23): no profile-summary.json.
+    assert {path.name for path in stored} == set(rundir.MODELS) - {rundir.UTILIZATION, rundir.PROFILE_SUMMARY}
     for path in stored:
         jsonschema.validate(json.loads(path.read_text()), schema(path.name))
     run_dir = results / BEFORE_RUN
@@ -90,7 +92,7 @@ def test_a_run_and_a_sweep_written_before_rundir_load_and_report_as_they_did(tmp
     assert rundir.read_result(run_dir).app == rundir.read_context(run_dir).app
     verified = load_document(rundir.VerifyReport, json.loads((run_dir / rundir.VERIFY).read_text()), unversioned=True)
     assert verified.status == "ok" and len(verified.types) == 2  # no program reads it: the model can
-    loaded = report.load(results)
+    loaded = load(results)
     (run,) = loaded.runs
     assert run.judged and run.verdict == rundir.read_audit(run_dir) and run.attribution is not None
     assert loaded.problems == [f"{BEFORE_RUN}: no utilization.json: no Prometheus data for this run; utilization not recorded"]
@@ -113,7 +115,9 @@ def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
     written = [*run_dir.glob("*.json"), tmp_path / "sweep" / rundir.SWEEP]
     for path in written:
         jsonschema.validate(json.loads(path.read_text()), schema(path.name))
-    assert {path.name for path in written} == set(rundir.MODELS) - {rundir.UTILIZATION, rundir.DB_SESSIONS, rundir.VERIFY}
+    # profile-summary.json: tests/unit/test_profile.py (the bench does not profile yet).
+    assert {path.name for path in written} == (set(rundir.MODELS) - {rundir.UTILIZATION, rundir.DB_SESSIONS, rundir.VERIFY,
+                                                                     rundir.PROFILE_SUMMARY})
 
 
 def _copy_content(task_file: Path) -> str:
@@ -144,6 +148,17 @@ def test_the_status_ansible_writes_is_a_run_status(tmp_path: Path) -> None:
         assert rundir.read_status(tmp_path).status == "incomplete"
     assert (rundir.read_status(tmp_path).failed_step, rundir.read_status(tmp_path).reason) == (
         "the run", "perflab-app failed to start")
+
+
+def test_a_failed_run_names_the_real_results_directory() -> None:
+    """Issue 24: with RESULTS=/mnt/full the failure named results/<run id>/status.json, where no such file was."""
+    tasks = yaml.safe_load((BENCH_TASKS / "mark_incomplete.yml").read_text())
+    messages = [task["ansible.builtin.fail"]["msg"] for task in tasks if "ansible.builtin.fail" in task]
+    said = [jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(message).render(
+        bench_failed_step="the measured phase", bench_results_dir="/mnt/full/perflab",
+        hostvars={"localhost": {"bench_run_id": "20261127T091500Z-quarkus-zipcodes"}}) for message in messages]
+    assert said == ["bench: the measured phase failed; /mnt/full/perflab/20261127T091500Z-quarkus-zipcodes/status.json "
+                    "says why."]
 
 
 def test_the_db_sessions_ansible_writes_are_a_session_list(tmp_path: Path) -> None:

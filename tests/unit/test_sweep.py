@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perflab import audit, report, rundir, sweep
+from perflab import audit, results, rundir, sweep
 from perflab.attribution import Attribution
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult, dumps
 
@@ -222,7 +222,7 @@ def test_sweep_json_is_saved_after_every_step_in_the_documented_format(tmp_path:
     # The reader of `make report` takes it as it is.
     sweep_dir = tmp_path / "20260101T000000Z-quarkus-zipcodes-sweep"
     rundir.write_sweep(sweep_dir, done)
-    loaded = report.load(tmp_path).sweeps
+    loaded = results.load(tmp_path).sweeps
     assert [(s.max_sustainable_rate, len(s.steps), s.slo_p99_ms) for s in loaded.values()] == [(200, 3, 50.0)]
 
 

@@ -218,3 +218,32 @@ def test_a_timeseries_json_written_before_step_s_reads_second_by_second() -> Non
     stored = json.loads(timeseries.from_vegeta(_phase("vegeta-steady-200rps.jsonl.gz")).to_json())
     del stored["step_s"]
     assert TimeSeries.from_json(json.dumps(stored)).step_s == 1.0
+
+
+def test_the_warm_ups_end_from_vegetas_seconds() -> None:
+    """A real warm-up that ended in a 1 s freeze (the stand-in answered nothing from 1.5 s to 2.5 s): its last
+    seconds hold the dip and the backlog, and the worst second's corrected p99 near 1 s."""
+    warmup, measure = _phase("vegeta-freeze-1s-200rps.jsonl.gz", "warmup"), _phase("vegeta-steady-200rps.jsonl.gz")
+    end, why = timeseries.warmup_end(timeseries.from_vegeta(measure, warmup), 5.0)
+    # A 4 s warm-up: its last 5 s are all of it.
+    assert why == "" and end is not None
+    assert (end.seconds, end.target_rate, end.answered_per_s, end.errors, end.source) == (4, 200.0, 200.0, 0, "vegeta")
+    assert end.p99_ms is not None and 950 < end.p99_ms < 1010
+    two, _ = timeseries.warmup_end(timeseries.from_vegeta(measure, warmup), 2.0)
+    assert two is not None and (two.seconds, two.answered_per_s) == (2, 249.5)
+    none, why = timeseries.warmup_end(timeseries.from_vegeta(measure), 5.0)
+    assert none is None and why.startswith("timeseries.json holds no warm-up")
+
+
+def test_the_warm_ups_end_from_the_apps_histogram_is_its_last_whole_step() -> None:
+    """Issue 24's cold warm-up as a wrk2 run reads it: 300 req/s asked, the app's last 5 s step 201 answers
+    (40.2 a second) at a p99 of 9.2 s."""
+    warm = timeseries.Phase(phase="warmup", files=(), start_s=-47.0, duration_s=30.0, target_rate=300.0,
+                            ok=(310, 620, 900, 1320, 640, 201), errors=(0,) * 6, p50_ms=(40.0,) * 6,
+                            p99_ms=(900.0, 2400.0, 5100.0, 7700.0, 8800.0, 9200.0))
+    measure = dataclasses.replace(warm, phase="measure", start_s=0.0, duration_s=40.0, ok=(1500,) * 8, errors=(0,) * 8,
+                                  p50_ms=(4.0,) * 8, p99_ms=(9.0,) * 8)
+    series = TimeSeries(source="app-histogram", step_s=5.0, origin_unix_s=START, phases=(warm, measure))
+    end, _ = timeseries.warmup_end(series, 5.0)
+    assert end is not None and (end.seconds, end.answered_per_s, end.p99_ms, end.source) == (
+        5.0, 40.2, 9200.0, "app-histogram")

@@ -492,6 +492,19 @@ def test_the_recorded_window_ends_at_the_invocations_end_not_at_its_runtime() ->
         pytest.approx(20.0 - 10.025)
 
 
+
+def test_a_header_rounded_to_minutes_does_not_end_the_recorded_window() -> None:
+    """make lab's own run: DURATION=60s and 11 s of calibration, -d 71s, which wrk prints as "Running
+    1m test". Read as 60 s, its recorded window was 49.92 s and the achieved rate 610.2 of 500 req/s
+    (122%); the runtime ends it at 60.92 s: 500.0 req/s."""
+    run = "wrk2-lab-71s-invocation"
+    text = wrk2.parse(wrk2_text(f"{run}.txt"))
+    assert text.test_s is None
+    table = wrk2.check_table(text, _table(run))
+    assert table.recorded_window_s == pytest.approx(60.92, abs=0.01)
+    assert table.recorded_rate == pytest.approx(500.0, abs=0.5)
+
+
 # Several loadgen hosts in one run: each host's text with its table, one result.
 
 

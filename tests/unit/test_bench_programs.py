@@ -1,0 +1,180 @@
+"""The programs the bench runs on the lab's hosts (roles/bench/files/): the CPU sampler at the
+measured window's bounds and the wrapper that starts a phase at the agreed instant."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+FILES = Path(__file__).resolve().parents[2] / "roles" / "bench" / "files"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, FILES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cpu_window = load("cpu_window")
+
+
+class Clock:
+    """Time that moves only when the sampler sleeps, or when a test says it moved."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.slept: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_the_samples_are_read_at_the_window_bounds_not_when_the_sampler_was_started() -> None:
+    clock = Clock(1000.0)
+    usage = iter([5_000_000, 45_000_000])
+    samples = cpu_window.at_bounds("perflab-app", 1003.5, 1043.5, lambda: next(usage), clock.time, clock.sleep)
+    assert [samples["start"]["at"], samples["end"]["at"]] == [1003.5, 1043.5]
+    assert clock.slept == [3.5, 40.0]
+    assert (samples["end"]["usage_usec"] - samples["start"]["usage_usec"]) / 1e6 / 40.0 == 1.0  # one busy core
+    assert samples["start"]["host"] == "perflab-app" and samples["start"]["cpus"] == sorted(os.sched_getaffinity(0))
+
+
+def test_a_sampler_started_after_the_window_opened_reads_at_once_and_says_when() -> None:
+    clock = Clock(1005.0)
+    samples = cpu_window.at_bounds("perflab-db", 1003.5, 1043.5, lambda: 1, clock.time, clock.sleep)
+    assert clock.slept == [0.0, 38.5]
+    assert samples["start"]["at"] == 1005.0  # perflab collect divides by the 38.5 s it covered
+
+
+def test_a_window_that_ends_before_it_starts_is_refused() -> None:
+    with pytest.raises(SystemExit, match="ends"):
+        cpu_window.at_bounds("h", 10.0, 10.0, lambda: 1)
+
+
+def cgroup(tmp_path: Path, proc_line: str, files: dict[str, str]) -> tuple[str, str]:
+    proc = tmp_path / "proc-1-cgroup"
+    proc.write_text(proc_line + "\n")
+    for relative, text in files.items():
+        path = tmp_path / relative.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(proc), str(tmp_path)
+
+
+def test_a_container_reads_its_own_cgroup_v2_without_systemds_init_scope(tmp_path: Path) -> None:
+    proc, root = cgroup(tmp_path, "0::/system.slice/docker-abc.scope/init.scope",
+                        {"/sys/fs/cgroup/system.slice/docker-abc.scope/cpu.stat": "usage_usec 123456\nuser_usec 1\n"})
+    assert cpu_window.container_usage_usec(proc, root) == 123456
+
+
+def test_a_container_reads_its_cgroup_v1_cpuacct_in_microseconds(tmp_path: Path) -> None:
+    proc, root = cgroup(tmp_path, "4:cpu,cpuacct:/docker/abc",
+                        {"/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpuacct.usage": "7000123456\n"})
+    assert cpu_window.container_usage_usec(proc, root) == 7000123
+
+
+def test_a_container_without_cpu_accounting_says_so(tmp_path: Path) -> None:
+    proc, root = cgroup(tmp_path, "0::/nowhere", {})
+    with pytest.raises(SystemExit, match="no cgroup CPU accounting"):
+        cpu_window.container_usage_usec(proc, root)
+
+
+def test_a_machine_counts_everything_but_idle_and_iowait(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    ticks = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal
+    stat.write_text(f"cpu  {ticks} 0 {ticks} {50 * ticks} {9 * ticks} 0 0 0 0 0\ncpu0 1 2 3\n")
+    assert cpu_window.machine_usage_usec(str(stat)) == 2_000_000
+
+
+def test_the_sampler_prints_both_bounds_as_perflab_reads_them() -> None:
+    now = time.time()
+    done = subprocess.run([sys.executable, str(FILES / "cpu_window.py"), "me", str(now - 1), str(now + 0.2)],
+                          capture_output=True, text=True, check=True)
+    samples = json.loads(done.stdout)
+    assert set(samples) == {"start", "end"}
+    assert set(samples["start"]) == {"host", "machine", "cpus", "usage_usec", "at"}
+    assert samples["end"]["at"] >= now + 0.2 and samples["end"]["usage_usec"] >= samples["start"]["usage_usec"]
+
+
+def test_with_out_the_sampler_returns_at_once_and_writes_its_file_whole_when_the_window_ends(tmp_path: Path) -> None:
+    out = tmp_path / "cpu-window.json"
+    out.write_text('{"start": "an earlier window"}')
+    now = time.time()
+    launched = subprocess.run([sys.executable, str(FILES / "cpu_window.py"), "--out", str(out), "me", str(now + 0.3),
+                               str(now + 0.8)], capture_output=True, text=True, check=True, timeout=5)
+    assert time.time() - now < 0.3 and launched.stdout == ""
+    assert not out.exists()  # the earlier window's samples are gone before the sampler returns
+    deadline = time.time() + 10
+    while not out.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    samples = json.loads(out.read_text())
+    assert samples["start"]["at"] >= now + 0.3 and samples["end"]["at"] >= now + 0.8
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_a_backwards_window_is_refused_before_the_sampler_detaches(tmp_path: Path) -> None:
+    refused = subprocess.run([sys.executable, str(FILES / "cpu_window.py"), "--out", str(tmp_path / "o.json"), "me",
+                              "10", "5"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "ends (5.0) after it starts (10.0)" in refused.stderr
+
+
+def test_a_phase_starts_at_the_agreed_instant_and_says_when(tmp_path: Path) -> None:
+    start_at = time.time() + 0.5
+    done = subprocess.run([sys.executable, str(FILES / "start_at.py"), str(tmp_path / "lock"), "run-1", "measure",
+                           str(start_at), "sh", "-c", "echo tool ran"], capture_output=True, text=True, check=True)
+    started = float(done.stderr.split("perflab: started ")[1])
+    assert start_at <= started < start_at + 0.5
+    assert done.stdout == "tool ran\n"
+    assert json.loads((tmp_path / "lock").read_text())["run"] == "run-1"
+
+
+def test_a_phase_does_not_start_beside_another_runs_generator(tmp_path: Path) -> None:
+    lock = tmp_path / "lock"
+    holder = subprocess.Popen([sys.executable, str(FILES / "start_at.py"), str(lock), "run-1", "measure", "0",
+                               "sleep", "5"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stderr is not None and holder.stderr.readline().startswith("perflab: started")
+        refused = subprocess.run([sys.executable, str(FILES / "start_at.py"), str(lock), "run-2", "warmup", "0",
+                                  "true"], capture_output=True, text=True)
+        assert refused.returncode == 1
+        assert "another load generator still runs on this host" in refused.stderr and '"run-1"' in refused.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_stopping_without_a_generator_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(FILES / "stop_loadgen.py"), str(tmp_path / "lock")],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == {}
+
+
+def test_an_earlier_runs_generator_is_stopped_and_named(tmp_path: Path) -> None:
+    lock = tmp_path / "lock"
+    generator = subprocess.Popen([sys.executable, str(FILES / "start_at.py"), str(lock), "run-1", "measure", "0",
+                                  "sleep", "60"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert generator.stderr is not None and generator.stderr.readline().startswith("perflab: started")
+        done = subprocess.run([sys.executable, str(FILES / "stop_loadgen.py"), str(lock)],
+                              capture_output=True, text=True, check=True, timeout=30)
+        stopped = json.loads(done.stdout)
+        assert (stopped["run"], stopped["phase"], stopped["pid"]) == ("run-1", "measure", generator.pid)
+        assert generator.wait(timeout=5) == -15  # SIGTERM was enough
+    finally:
+        generator.kill()
+        generator.wait()

@@ -1,0 +1,251 @@
+"""roles/app/files/perflab_profile.py against a real JVM: async-profiler (`make async-profiler`)
+loaded over the JVM's attach socket into a busy Java program, a window profiled, its files read as an operator
+would read them. One JVM serves every test (a JVM start costs seconds on two shared cores)."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = REPO_ROOT / "roles" / "app" / "files" / "perflab_profile.py"
+LIB = REPO_ROOT / "build" / "async-profiler-4.2" / "linux-x64" / "libasyncProfiler.so"
+BUSY_JAVA = """
+public class Busy {
+    static long burnCpu(long n) { long s = 0; for (long i = 0; i < n; i++) { s += Long.toString(i).hashCode(); } return s; }
+    public static void main(String[] args) throws Exception {
+        long end = System.nanoTime() + 120_000_000_000L;
+        long s = 0;
+        System.out.println("busy");
+        while (System.nanoTime() < end) { s += burnCpu(100_000); }
+        System.out.println(s);
+    }
+}
+"""
+
+
+def newest_java() -> Path:
+    """The newest JDK's java under /usr/lib/jvm, else PATH's java."""
+    homes = sorted(
+        (int(m.group(1)), home)
+        for home in Path("/usr/lib/jvm").glob("*")
+        if not home.is_symlink() and (home / "bin" / "java").is_file()
+        and (m := re.search(r'JAVA_VERSION="(\d+)', (home / "release").read_text() if (home / "release").is_file() else ""))
+    )
+    return homes[-1][1] / "bin" / "java" if homes else Path("java")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def busy_jvm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    assert LIB.is_file(), f"no {LIB}: run `make async-profiler` first"
+    directory = tmp_path_factory.mktemp("busy")
+    (directory / "Busy.java").write_text(BUSY_JAVA)
+    log = (directory / "busy.log").open("w")
+    process = subprocess.Popen([str(newest_java()), "Busy.java"], cwd=directory, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while "busy" not in (directory / "busy.log").read_text() and time.monotonic() < deadline:
+        assert process.poll() is None, (directory / "busy.log").read_text()
+        time.sleep(0.2)
+    yield process.pid
+    process.kill()
+    process.wait()
+    log.close()
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("perflab_profile", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stack_counts(collapsed: Path) -> dict[str, int]:
+    counts = {}
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        counts[stack] = int(count)
+    return counts
+
+
+def test_a_cpu_window_writes_collapsed_stacks_and_an_offline_flame_graph(busy_jvm: int, tmp_path: Path) -> None:
+    started = run("start", "--pid", str(busy_jvm), "--lib", str(LIB), "--mode", "cpu", "--interval", "5ms")
+    assert started.returncode == 0, started.stderr
+    assert json.loads(started.stdout)["engine"] in ("perf_events", "ctimer")
+    time.sleep(2)
+    stopped = run("stop", "--pid", str(busy_jvm), "--lib", str(LIB), "--out", str(tmp_path), "--title", 'busy, "cpu"')
+    assert stopped.returncode == 0, stopped.stderr
+
+    counts = stack_counts(tmp_path / "profile.collapsed")
+    in_busy = sum(n for stack, n in counts.items() if "Busy.burnCpu" in stack)
+    # 2 s of one busy thread at 5 ms: ~400 samples; a loaded machine gives fewer, never a handful.
+    assert in_busy >= 50, counts
+    assert in_busy / sum(counts.values()) > 0.5
+    page = (tmp_path / "flamegraph.html").read_text()
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    assert "burnCpu" in page and "busy  'cpu'" in page  # the title: its comma a space, its quotes single
+    assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:)?//""", page.replace("href='https://github.com/async-profiler", ""))
+    window = json.loads((tmp_path / "profile-window.json").read_text())
+    assert window["mode"] == "cpu" and window["interval"] == "5ms"
+    assert window["started_at"] < window["stopped_at"]
+    # The JVM's directory is gone: a second stop has nothing to stop.
+    again = run("stop", "--pid", str(busy_jvm), "--lib", str(LIB), "--out", str(tmp_path))
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"perflab_profile: process {busy_jvm} has no profile started by this program: run `start` first"
+
+
+def test_where_perf_events_are_refused_cpu_falls_back_to_ctimer(
+    busy_jvm: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    real_agent = script.agent
+
+    def no_perf_events(pid: int, lib: Path, options: str) -> str:
+        # What a container's seccomp profile does to perf_event_open: the agent refuses to start.
+        if "event=cpu-clock" in options:
+            raise script.AgentError("start", "return code: 200", 200)
+        return str(real_agent(pid, lib, options))
+
+    monkeypatch.setattr(script, "agent", no_perf_events)
+    window = script.start(busy_jvm, LIB, "cpu", None)
+    assert (window["event"], window["engine"]) == ("ctimer", "ctimer")
+    assert window["not_used"] and window["not_used"][0].startswith("cpu-clock: ")
+    time.sleep(2)
+    script.stop(busy_jvm, LIB, tmp_path, None)
+    counts = stack_counts(tmp_path / "profile.collapsed")
+    assert sum(n for stack, n in counts.items() if "Busy.burnCpu" in stack) >= 20, counts
+
+
+def test_alloc_mode_samples_allocations(busy_jvm: int, tmp_path: Path) -> None:
+    assert run("start", "--pid", str(busy_jvm), "--lib", str(LIB), "--mode", "alloc").returncode == 0
+    time.sleep(2)
+    assert run("stop", "--pid", str(busy_jvm), "--lib", str(LIB), "--out", str(tmp_path)).returncode == 0
+    counts = stack_counts(tmp_path / "profile.collapsed")
+    # Long.toString allocates the String and its bytes; alloc stacks end in the allocated class.
+    assert any("Busy.burnCpu" in stack and stack.endswith(("java.lang.String_[i]", "byte[]_[i]", "java.lang.String_[k]",
+                                                           "byte[]_[k]")) for stack in counts), list(counts)[:5]
+
+
+def wait_for_file(directory: Path, *names: str, timeout_s: float = 60) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for name in names:
+            if (directory / name).exists():
+                return directory / name
+        time.sleep(0.2)
+    raise AssertionError(f"none of {names} in {directory} after {timeout_s} s")
+
+
+def test_a_window_returns_at_once_and_profiles_from_its_start_to_its_end(busy_jvm: int, tmp_path: Path) -> None:
+    """The bench's way (run_phase.yml): asked before the window, the profile covers the window."""
+    out = tmp_path / "profile"
+    start_at = time.time() + 2
+    asked = time.monotonic()
+    done = run("window", "--pid", str(busy_jvm), "--lib", str(LIB), "--mode", "cpu", "--interval", "5ms",
+               "--start-at", str(start_at), "--end-at", str(start_at + 2), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - asked < 1.5 and json.loads(done.stdout)["pid"] == busy_jvm
+    assert Path(f"/tmp/.java_pid{busy_jvm}").is_socket()
+    assert wait_for_file(out, "profile-window.json", "profile-error.json").name == "profile-window.json"
+    window = json.loads((out / "profile-window.json").read_text())
+    started = datetime.datetime.fromisoformat(window["started_at"]).timestamp()
+    stopped = datetime.datetime.fromisoformat(window["stopped_at"]).timestamp()
+    # The attach listener was started before the window (its socket is there once `window` returned),
+    # so the agent starts within a moment of the window's start (jcmd, a JVM of its own, took 3 s on
+    # a loaded machine).
+    assert start_at <= started < start_at + 1 and stopped >= start_at + 2, window
+    counts = stack_counts(out / "profile.collapsed")
+    assert sum(n for stack, n in counts.items() if "Busy.burnCpu" in stack) >= 50, (window, sum(counts.values()), list(counts)[:3])
+    assert (out / "flamegraph.html").is_file()
+
+
+def test_a_window_that_fails_after_returning_says_why_in_its_directory(busy_jvm: int, tmp_path: Path) -> None:
+    out = tmp_path / "profile"
+    not_an_agent = tmp_path / "libnot-an-agent.so"  # a file, so the check passes; the JVM cannot load it
+    not_an_agent.write_bytes(b"not an ELF library")
+    done = run("window", "--pid", str(busy_jvm), "--lib", str(not_an_agent), "--mode", "cpu",
+               "--start-at", str(time.time()), "--end-at", str(time.time() + 1), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    error = json.loads(wait_for_file(out, "profile-error.json").read_text())["error"]
+    assert error.startswith(f"async-profiler could not start in process {busy_jvm}: "), error
+    assert not (out / "profile-window.json").exists()
+
+
+def test_a_window_refuses_what_it_can_check_at_once(tmp_path: Path) -> None:
+    no_unit = run("window", "--unit", "perflab-no-such-unit", "--lib", str(LIB), "--mode", "cpu", "--start-at", "1",
+                  "--end-at", "2", "--out", str(tmp_path / "p"))
+    assert no_unit.returncode == 1 and no_unit.stderr.startswith("perflab_profile: "), no_unit.stderr
+    backwards = run("window", "--pid", str(os.getpid()), "--lib", str(LIB), "--mode", "cpu", "--start-at", "2",
+                    "--end-at", "1", "--out", str(tmp_path / "p"))
+    assert backwards.returncode == 1 and "the window ends (1.0) before it starts (2.0)" in backwards.stderr
+
+
+def test_bad_input_is_refused_in_one_line(busy_jvm: int, tmp_path: Path) -> None:
+    not_a_jvm = run("start", "--pid", str(os.getpid()), "--lib", str(LIB), "--mode", "cpu")
+    assert not_a_jvm.returncode == 1
+    assert "not a JVM: it cannot be profiled with async-profiler" in not_a_jvm.stderr
+    assert len(not_a_jvm.stderr.strip().splitlines()) == 1
+    no_lib = run("start", "--pid", str(busy_jvm), "--lib", str(tmp_path / "missing.so"), "--mode", "cpu")
+    assert no_lib.returncode == 1 and "run `make async-profiler`" in no_lib.stderr
+    bad_interval = run("start", "--pid", str(busy_jvm), "--lib", str(LIB), "--mode", "cpu", "--interval", "ten")
+    assert bad_interval.returncode == 2 and "give a number with an optional unit" in bad_interval.stderr
+    bad_mode = run("start", "--pid", str(busy_jvm), "--lib", str(LIB), "--mode", "heap")
+    assert bad_mode.returncode == 2 and "invalid choice: 'heap'" in bad_mode.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private /tmp (a mount namespace) needs root, as on the lab's hosts")
+def test_a_jvm_with_a_private_tmp_is_profiled_through_proc_root(tmp_path: Path) -> None:
+    """The lab's unit has PrivateTmp=yes: the JVM's /tmp (its attach socket, the agent's files) is
+    not this process's /tmp. unshare gives the JVM its own, as systemd does."""
+    (tmp_path / "Busy.java").write_text(BUSY_JAVA)
+    command = f"mount -t tmpfs tmpfs /tmp && exec {newest_java()} Busy.java"
+    process = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", command], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "busy"
+        assert not Path(f"/tmp/perflab-profile-{process.pid}").exists()
+        started = run("start", "--pid", str(process.pid), "--lib", str(LIB), "--mode", "cpu")
+        assert started.returncode == 0, started.stderr
+        assert Path(f"/proc/{process.pid}/root/tmp/perflab-profile-{process.pid}").is_dir()
+        assert not Path(f"/tmp/perflab-profile-{process.pid}").exists()
+        time.sleep(1)
+        stopped = run("stop", "--pid", str(process.pid), "--lib", str(LIB), "--out", str(tmp_path / "out"))
+        assert stopped.returncode == 0, stopped.stderr
+        assert any("Busy.burnCpu" in stack for stack in stack_counts(tmp_path / "out" / "profile.collapsed"))
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_window_loads_the_agent_before_it_opens(tmp_path: Path) -> None:
+    """`window` returns with the agent already in the JVM (an idle `status`), so that the window's start
+    costs only the agent's own start: a fresh JVM, never profiled, has the library mapped at once."""
+    (tmp_path / "Busy.java").write_text(BUSY_JAVA)
+    process = subprocess.Popen([str(newest_java()), "Busy.java"], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "busy"
+        assert "libasyncProfiler.so" not in Path(f"/proc/{process.pid}/maps").read_text()
+        done = run("window", "--pid", str(process.pid), "--lib", str(LIB), "--mode", "cpu",
+                   "--start-at", str(time.time() + 60), "--end-at", str(time.time() + 61), "--out", str(tmp_path / "p"))
+        assert done.returncode == 0, done.stderr
+        assert "libasyncProfiler.so" in Path(f"/proc/{process.pid}/maps").read_text()
+        assert not (tmp_path / "p" / "profile-window.json").exists()  # loaded, not yet profiling
+    finally:
+        process.kill()
+        process.wait()
