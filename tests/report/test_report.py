@@ -678,7 +678,8 @@ def test_a_reproduction_is_its_own_section_never_a_run(tmp_path: Path) -> None:
         return 0, where / run_ids[0]  # every arm "ran" as the first good run: its figures, its verdict
 
     from perflab import reproduce
-    reproduce.reproduce(reproduce.REPORT_2, reproduce.REPORT_2.settings, results, "inventory/local", [], run)
+    from perflab.field_reports import REPORT_2
+    reproduce.reproduce(REPORT_2, REPORT_2.settings, results, "inventory/local", [], run)
     done = perflab("report", "--results", results, "--output", tmp_path / "out.html")
     assert (done.returncode, done.stderr) == (report.EXIT_WRITTEN, "")
     page = (tmp_path / "out.html").read_text()
