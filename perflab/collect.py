@@ -496,17 +496,12 @@ def attribution_text(found: attribution.Attribution) -> str:
     return "\n".join([f"bottleneck: {found.sentence}", *(f"  {line}" for line in found.evidence)])
 
 
-PROFILE_COLLAPSED = "profile.collapsed"  # roles/app/files/perflab_profile.py: the app's stacks over the window
-PROFILE_ERROR = "profile-error.json"  # the same, when the window has no profile: {"error": "..."}
-
-
 def profile_of(run_dir: Path) -> tuple[profile.ProfileSummary | None, str]:
     """profile-summary.json from the app's collapsed stacks over the window (PROFILE_APP=cpu|alloc|lock|wall,
     roles/bench/tasks/profile_fetch.yml), and one line on what was done ("": no profile was asked for)."""
-    collapsed = run_dir / PROFILE_COLLAPSED
-    if (run_dir / PROFILE_ERROR).exists():
-        error = json.loads(read_text(run_dir / PROFILE_ERROR)).get("error", "")
-        return None, f"the app was not profiled: {error}"
+    collapsed = run_dir / rundir.PROFILE_COLLAPSED
+    if (run_dir / rundir.PROFILE_ERROR).exists():
+        return None, f"the app was not profiled: {rundir.read_profile_error(run_dir)}"
     if not collapsed.exists():
         return None, ""
     try:
@@ -516,7 +511,7 @@ def profile_of(run_dir: Path) -> tuple[profile.ProfileSummary | None, str]:
     rundir.write_profile_summary(run_dir, summary)
     shares = profile.percentages([entry.samples for entry in summary.layers])
     top = sorted(zip(summary.layers, shares), key=lambda pair: -pair[0].samples)[:3]
-    return summary, (f"the app's profile ({summary.samples} samples, flamegraph.html): "
+    return summary, (f"the app's profile ({summary.samples} samples, {rundir.FLAME_GRAPH}): "
                      + ", ".join(f"{share:.0f}% {entry.title}" for entry, share in top if entry.samples))
 
 

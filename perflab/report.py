@@ -7,15 +7,17 @@ directory (docs/ARCHITECTURE.md, "Controller-side files") and writes results/rep
   latency spectra on one chart with their verdicts, and a table of the same runs (achieved rate,
   p50/p99/p99.9, the app's own p99 beside the generator's with its histogram bucket, errors, the
   app's CPU-seconds per 1,000 requests, max RSS, start to first request) with each figure's ratio to the best, computed between the runs judged VALID or WARN,
-  and the set's last 5 judged runs, newest first, with verdict and p99 (perflab.history's rows);
+  where the runs' windows were profiled (PROFILE_APP), each app's samples by layer side by side with a link to
+  its flame graph (profile-summary.json, flamegraph.html), and the set's last 5 judged runs, newest first,
+  with verdict and p99 (perflab.history's rows);
 - the cost table per scenario and profile (the shape of the field report on IO threads against
   worker threads): start to first request, and from sweeps only, max throughput, the max RSS of
   that sweep's runs and throughput per MiB;
 - per scenario, throughput against p99 latency from sweeps;
 - per run, its latency spectrum (corrected; uncorrected dashed where the tool recorded it: wrk2
   -U, vegeta), each tier's CPU and memory over the measured phase, the verdict with every rule
-  and the limiting tier (attribution.json), and the app's own p50/p99 (observations.json) beside the
-  generator's;
+  and the limiting tier (attribution.json), the app's own p50/p99 (observations.json) beside the
+  generator's, and where it was profiled, its layers, top frames and flame graph;
 - per run, the run over time on one axis (seconds from the measured phase's start, the warm-up
   before it shaded): per second, the answers that succeeded and failed and their corrected p50
   and p99 (timeseries.json, which `perflab collect` computes once from vegeta's raw results:
@@ -29,7 +31,8 @@ VALID or WARN are compared: an INVALID run did not measure what it claims. A run
 verdict, or whose files cannot be read, is named, never drawn.
 
 The page has no script and fetches nothing: its Content-Security-Policy forbids any request, so
-a reference to anything outside the file would show up as an error in the browser.
+a reference to anything outside the file would show up as an error in the browser. A flame graph
+is linked by its path relative to the page, a navigation the reader makes, never a fetch.
 
 The reader is perflab.results, the comparable sets perflab.report_sets, the page
 perflab.report_page; this module is the command.
@@ -67,7 +70,7 @@ REPORT_NAME = "report.html"
 def build(results_dir: Path, output: Path) -> Results:
     """Read `results_dir`, write the page to `output`; OSError when either cannot be used."""
     results = load(results_dir)
-    page = render_page(results, datetime.datetime.now(datetime.timezone.utc))
+    page = render_page(results, datetime.datetime.now(datetime.timezone.utc), output.resolve().parent)
     atomic.write_text(output, page)
     return results
 

@@ -3,7 +3,9 @@ and reproductions (perflab.results) and the comparable sets (perflab.report_sets
 is in perflab/report.py's docstring; this module only writes it.
 
 The page has no script and fetches nothing: its Content-Security-Policy forbids any request, so
-a reference to anything outside the file would show up as an error in the browser.
+a reference to anything outside the file would show up as an error in the browser. Its only way out
+is a link, which is never fetched: each profiled run's flame graph (async-profiler's own page, beside
+the run's files), by its path relative to the page.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import datetime
 import html
 import math
-from collections.abc import Callable, Sequence
+import os
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
-from perflab import history, timeseries
+from perflab import history, profile, rundir, timeseries
 from perflab.audit import Status
 from perflab.model import LatencyDistribution
 from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
@@ -55,16 +60,17 @@ def variant_colors(runs: Sequence[Run]) -> dict[str, str]:
 
 
 def _side_by_side_section(runs: Sequence[Run], colors: dict[str, str],
-                          recent: dict[SetKey, list[history.Row]]) -> str:
+                          recent: dict[SetKey, list[history.Row]], flame: Mapping[str, str]) -> str:
     sets = side_by_side(runs)
     if not sets:
         return "<p>No judged run yet: nothing to draw.</p>"
     # Where apps meet first: a set of one app answers nothing side by side.
-    return "".join(_set_section(s, colors, recent.get(s.key, []))
+    return "".join(_set_section(s, colors, recent.get(s.key, []), flame)
                    for s in sorted(sets, key=lambda s: -len(s.entries)))
 
 
-def _set_section(comparable_set: ComparableSet, colors: dict[str, str], recent: Sequence[history.Row]) -> str:
+def _set_section(comparable_set: ComparableSet, colors: dict[str, str], recent: Sequence[history.Row],
+                 flame: Mapping[str, str]) -> str:
     series = []
     for entry in comparable_set.entries:
         result = entry.run.result
@@ -91,7 +97,68 @@ def _set_section(comparable_set: ComparableSet, colors: dict[str, str], recent: 
         series=tuple(series), notes=tuple(notes), css_class="chart chart-side-by-side",
     )
     return (f'<section class="side-by-side"><h3>{_esc(set_title(comparable_set.key))}</h3>{render(chart)}'
-            f"{_set_table(comparable_set)}{_recent_table(recent)}</section>")
+            f"{_set_table(comparable_set)}{_layers_table(comparable_set, flame)}{_recent_table(recent)}</section>")
+
+
+def flame_graph_hrefs(runs: Sequence[Run], page_dir: Path) -> dict[str, str]:
+    """Run id -> its flame graph's address relative to the page in PAGE_DIR, for the runs that have one."""
+    return {run.run_id: urllib.parse.quote(Path(os.path.relpath(run.path / rundir.FLAME_GRAPH, page_dir)).as_posix())
+            for run in runs if run.flame_graph}
+
+
+def _flame_link(run: Run, flame: Mapping[str, str]) -> str:
+    href = flame.get(run.run_id)
+    return f'<a class="flame-graph" href="{_esc(href)}">flame graph</a>' if href else ""
+
+
+def _shares(summary: profile.ProfileSummary) -> dict[str, float]:
+    """Layer -> its percentage of the samples, rounded to add up to 100."""
+    shown = profile.percentages([entry.samples for entry in summary.layers])
+    return {entry.layer: percent for entry, percent in zip(summary.layers, shown)}
+
+
+def _layers_table(comparable_set: ComparableSet, flame: Mapping[str, str]) -> str:
+    """The apps' samples by layer, side by side (PROFILE_APP): one row per variant whose drawn run was profiled
+    or says why it was not, one column per layer any of them spent samples in. Nothing where none was profiled."""
+    entries = [e for e in comparable_set.entries if e.run.app_samples is not None or e.run.app_samples_missing]
+    if not any(e.run.app_samples is not None for e in entries):
+        return ""
+    layers = [layer for layer in profile.LAYERS
+              if any(e.run.app_samples is not None and e.run.app_samples.share_of(layer) > 0 for e in entries)]
+    rows = []
+    for entry in entries:
+        run = entry.run
+        head = f"<th>{_esc(entry.variant)}</th>"
+        if run.app_samples is None:
+            rows.append(f'{head}<td colspan="{len(layers) + 1}" class="not-recorded">{_esc(run.app_samples_missing)}</td>')
+            continue
+        shares = _shares(run.app_samples)
+        cells = "".join(f"<td>{shares[layer]:.1f}%</td>" for layer in layers)
+        what = f"{run.app_samples.samples:,} samples" + (f", {run.app_samples_mode}" if run.app_samples_mode else "")
+        rows.append(f"{head}{cells}<td>{_esc(what)} {_flame_link(run, flame)}</td>")
+    header = "".join(f"<th>{_esc(profile.LAYERS[layer])}</th>" for layer in layers)
+    return ('<table class="layers"><caption>Where each app\'s samples went over the measured window (async-profiler, '
+            "PROFILE_APP): the share of its samples by layer, each stack charged to its innermost known layer"
+            f"</caption><thead><tr><th>app</th>{header}<th>profile</th></tr></thead><tbody>"
+            + "".join(f"<tr>{row}</tr>" for row in rows) + "</tbody></table>")
+
+
+def _run_profile(run: Run, flame: Mapping[str, str]) -> str:
+    """The run's own profile: its layers by share, its top frames, its flame graph; or why it has none."""
+    summary = run.app_samples
+    if summary is None:
+        return (f'<p class="app-samples"><span class="not-recorded">The app\'s profile: {_esc(run.app_samples_missing)}'
+                f"</span> {_flame_link(run, flame)}</p>") if run.app_samples_missing else ""
+    shares = _shares(summary)
+    ranked = sorted((entry for entry in summary.layers if entry.samples), key=lambda entry: -entry.samples)
+    layers = ", ".join(f"{shares[entry.layer]:.1f}% {entry.title}" for entry in ranked)
+    mode = f", {run.app_samples_mode}" if run.app_samples_mode else ""
+    frames = "".join(f"<li>{frame.share * 100:.1f}% <code>{_esc(frame.frame)}</code> ({_esc(profile.LAYERS[frame.layer])})</li>"
+                     for frame in summary.top_frames[:5])
+    return (f'<p class="app-samples">Where the app\'s time went ({summary.samples:,} samples{_esc(mode)}): '
+            f"{_esc(layers)}. {_flame_link(run, flame)}</p>"
+            + (f'<details><summary>Top frames by self time</summary><ol class="top-frames">{frames}</ol></details>'
+               if frames else ""))
 
 
 def _recent_table(recent: Sequence[history.Row]) -> str:
@@ -399,7 +466,7 @@ def server_latency_text(run: Run) -> str:
             f"{', '.join(server.routes)}): {own}; the generator's corrected {generator}.")
 
 
-def _run_section(run: Run, colors: dict[str, str]) -> str:
+def _run_section(run: Run, colors: dict[str, str], flame: Mapping[str, str]) -> str:
     parts = [f'<section class="run" id="run-{_esc(run.run_id)}"><h3>{_esc(run.run_id)}: '
              f'<span class="verdict {_esc(run.state)}">{_esc(run.state)}</span></h3>']
     if run.result is not None:
@@ -424,6 +491,7 @@ def _run_section(run: Run, colors: dict[str, str]) -> str:
             parts.append(f'<p class="attribution">Limiting tier: {_esc(sentence)}</p>')
             if evidence:
                 parts.append("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in evidence) + "</ul>")
+        parts.append(_run_profile(run, flame))
         rules = sorted(verdict.rules, key=lambda r: _STATUS_ORDER.index(r.status))
         parts.append('<table class="rules"><thead><tr><th>rule</th><th>outcome</th><th>evidence</th></tr></thead><tbody>'
                      + "".join(f'<tr><td>{_esc(r.rule)}</td><td class="verdict {_esc(r.status.value)}">'
@@ -473,7 +541,7 @@ td { vertical-align: top; } .runs td:nth-child(n+5) { text-align: right; }
 .verdict.NOT_EVALUATED { color: #777; } .problem { color: #a00000; } .not-recorded { color: #777; font-style: italic; }
 .source { display: block; color: #777; font-size: .8em; } .ratio { display: block; color: #555; font-size: .8em; }
 .range { display: block; color: #333; font-size: .8em; }
-table.side-by-side td { text-align: right; } table.side-by-side td:nth-child(2), table.side-by-side td:nth-child(3) { text-align: left; }
+table.side-by-side td, table.layers td { text-align: right; } table.layers td:last-child { text-align: left; } table.side-by-side td:nth-child(2), table.side-by-side td:nth-child(3) { text-align: left; }
 .figure { display: inline-block; margin: .5em 1em .5em 0; vertical-align: top; }
 .figure figcaption { max-width: 640px; font-size: .85em; }
 .legend { list-style: none; padding: 0; margin: .2em 0; } .legend li { margin: .1em 0; }
@@ -488,8 +556,10 @@ svg .band { fill: #000; fill-opacity: .09; } svg .band-label { fill: #555; font-
 """
 
 
-def render_page(results: Results, generated_at: datetime.datetime) -> str:
+def render_page(results: Results, generated_at: datetime.datetime, page_dir: Path | None = None) -> str:
+    """The page, whose links (each run's flame graph) are relative to PAGE_DIR (default: the results directory)."""
     runs_by_id = {r.run_id: r for r in results.runs}
+    flame = flame_graph_hrefs(results.runs, page_dir or results.directory)
     problems = ("<ul class=\"problems\">" + "".join(f'<li class="problem">{_esc(p)}</li>' for p in results.problems)
                 + "</ul>") if results.problems else "<p>None: every run directory was read.</p>"
     summary = (f"{len(results.runs)} run directories ({sum(r.readable for r in results.runs)} complete and readable, "
@@ -506,7 +576,7 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
         "(see its verdict below). An app is named with its variant (threads, dispatch) and, where it is not the "
         "default, its resource profile.</p>",
         f'<h2 id="side-by-side">Apps side by side, per scenario, rate, tool and profile</h2>'
-        f"{_side_by_side_section(results.runs, colors, recent)}",
+        f"{_side_by_side_section(results.runs, colors, recent, flame)}",
         f'<h2 id="compare">Apps compared: what each costs</h2><p>Per scenario and profile: start to first request, and '
         f"from sweeps only, max throughput, the max RSS of that sweep's runs and throughput per MiB of it.</p>"
         f"{_comparison_section(results)}",
@@ -514,7 +584,7 @@ def render_page(results: Results, generated_at: datetime.datetime) -> str:
         f'<h2 id="reproductions">Field reports reproduced</h2>{_reproduction_section(results.reproductions)}',
         f'<h2 id="problems">Problems ({len(results.problems)})</h2>{problems}',
         f'<h2 id="runs">Runs, verdicts and per-tier utilization</h2>{_run_rows(results.runs)}',
-        "".join(_run_section(r, colors) for r in sorted(results.runs, key=lambda r: r.run_id, reverse=True)),
+        "".join(_run_section(r, colors, flame) for r in sorted(results.runs, key=lambda r: r.run_id, reverse=True)),
     ]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -26,6 +26,7 @@ from perflab.audit import Verdict
 from perflab.model import ParseError, RunResult, app_variant
 from perflab.observations import ServerLatency
 from perflab.observe import Utilization
+from perflab.profile import ProfileSummary
 from perflab.rundir import RunFileError, Sweep
 
 COMPARABLE = ("VALID", "WARN")  # verdicts whose figures may be compared
@@ -53,6 +54,12 @@ class Run:
     utilization_missing: str | None = None  # why there is no utilization to draw
     timeseries: timeseries.TimeSeries | None = None  # timeseries.json: the generator's figures per second
     timeseries_missing: str | None = None  # why there is none (None: the tool keeps no per-request record)
+    # The app's profile of the window (PROFILE_APP): its samples by layer (profile-summary.json), what was sampled
+    # (profile-window.json: "cpu (ctimer)"), whether its flame graph is there; or why the window has none.
+    app_samples: ProfileSummary | None = None
+    app_samples_mode: str = ""
+    flame_graph: bool = False
+    app_samples_missing: str = ""  # "": no profile was asked for (or it was and is shown)
     raw_output_ok: bool = False
     problems: list[str] = field(default_factory=list)
 
@@ -219,6 +226,8 @@ def _load_run(path: Path) -> Run:
         run.utilization_missing = "not recorded: no utilization.json (Prometheus had no data for this run)"
         run.problems.append("no utilization.json: no Prometheus data for this run; utilization not recorded")
 
+    _load_profile(run, names)
+
     if rundir.TIMESERIES in names:
         try:
             run.timeseries = rundir.read_timeseries(path)
@@ -229,6 +238,25 @@ def _load_run(path: Path) -> Run:
         run.timeseries_missing = ("not computed: the run was collected before perflab wrote timeseries.json; "
                                   f"perflab collect --timeseries {path.name} computes it once from vegeta's raw results")
     return run
+
+
+def _load_profile(run: Run, names: set[str]) -> None:
+    """The app's profile of the window, where PROFILE_APP asked for one (roles/bench/tasks/profile_fetch.yml)."""
+    run.flame_graph = rundir.FLAME_GRAPH in names
+    try:
+        if rundir.PROFILE_ERROR in names:
+            run.app_samples_missing = f"not profiled: {rundir.read_profile_error(run.path)}"
+            return
+        if rundir.PROFILE_SUMMARY in names:
+            run.app_samples = rundir.read_profile_summary(run.path)
+            if rundir.PROFILE_WINDOW in names:
+                run.app_samples_mode = rundir.read_profile_mode(run.path)
+        elif rundir.PROFILE_COLLAPSED in names:
+            run.app_samples_missing = (f"its stacks were not summarised: no {rundir.PROFILE_SUMMARY} "
+                                       f"(perflab collect writes it from {rundir.PROFILE_COLLAPSED})")
+    except RunFileError as exc:
+        run.app_samples_missing = f"{_shorten(exc.short, 200)}"
+        run.problems.append(f"{run.app_samples_missing}; the app's layers are not shown")
 
 
 def _check_raw_output(path: Path, result: RunResult) -> str | None:

@@ -70,6 +70,13 @@ VERIFY = "verify.json"
 SWEEP = "sweep.json"
 # A profiled window's summary (perflab profile summarize), beside its collapsed stacks and flame graph.
 PROFILE_SUMMARY = "profile-summary.json"
+# The app host's files of a profiled window (roles/app/files/perflab_profile.py writes them, whose own formats
+# they are; roles/bench/tasks/profile_fetch.yml fetches them): the stacks, the flame graph (async-profiler's own
+# self-contained page), and, when the window has none, why ({"error": "..."}).
+PROFILE_COLLAPSED = "profile.collapsed"
+FLAME_GRAPH = "flamegraph.html"
+PROFILE_ERROR = "profile-error.json"
+PROFILE_WINDOW = "profile-window.json"
 
 T = TypeVar("T")
 
@@ -518,6 +525,33 @@ def save_profile_summary(path: Path, summary: ProfileSummary) -> None:
 
 def write_profile_summary(run_dir: Path, summary: ProfileSummary) -> None:
     save_profile_summary(run_dir / PROFILE_SUMMARY, summary)
+
+
+def read_profile_error(run_dir: Path) -> str:
+    """Why the run's window has no profile (profile-error.json's "error"), for a run whose profile was asked."""
+    path = run_dir / PROFILE_ERROR
+    data = _json_object(path)
+    error = data.get("error")
+    if not isinstance(error, str):
+        raise RunFileError(path, 'has no "error" text')
+    return error
+
+
+def read_profile_mode(run_dir: Path) -> str:
+    """What profile-window.json says was sampled: "cpu (ctimer)", "wall (wall)"... (its "mode" and "engine")."""
+    path = run_dir / PROFILE_WINDOW
+    data = _json_object(path)
+    mode, engine = data.get("mode"), data.get("engine")
+    if not isinstance(mode, str) or not isinstance(engine, str):
+        raise RunFileError(path, 'has no "mode" and "engine" text')
+    return f"{mode} ({engine})"
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    data = _document(path)
+    if not isinstance(data, dict):
+        raise RunFileError(path, "not a JSON object")
+    return data
 
 
 def read_sweep(sweep_dir: Path) -> Sweep:

@@ -20,11 +20,15 @@ the buckets a warm app answers greeting in (no lab run with the histogram was at
 wrk2 run's (WRK2_OVER_TIME): its timeseries.json is built by perflab.timeseries from range answers
 of a Prometheus that scraped the fixture's stand-in every 5 s (ScrapedStandIn: one request at a time,
 4 ms each, about 228 answered a second of the 600 asked), over the lab run's utilization window, so
-that the app's figures and its CPU share one axis.
+that the app's figures and its CPU share one axis. Three runs of that set were profiled (PROFILE_APP=cpu): they
+borrow the stacks of the same apps on plaintext-json (tests/unit/fixtures/profiles), the fourth says why it has
+none in profile_fetch.yml's words.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 import subprocess
 import sys
@@ -39,6 +43,7 @@ from perflab.prometheus import Prometheus, Series
 
 HERE = Path(__file__).resolve().parent
 UNIT_FIXTURES = HERE.parent / "unit" / "fixtures"
+PROFILES = UNIT_FIXTURES / "profiles"  # async-profiler's collapsed stacks of the lab's apps (its README.md)
 LAB_RUN = HERE / "fixtures" / "vegeta-quarkus-zipcodes-500rps"
 LAB_RUN_ID = "20261121T142231Z-quarkus-zipcodes"
 MIB = 1024 * 1024
@@ -69,6 +74,8 @@ class FixtureRun:
     utilization: Path | None = None  # utilization.json
     repetition: Repetition | None = None  # REPEAT=N: the run's group and place
     server: ServerLatency | None = None  # the app's own latency, as perflab.observe records it
+    profile: Path | None = None  # PROFILE_APP=cpu: the window's collapsed stacks (tests/unit/fixtures/profiles)
+    profile_error: str | None = None  # PROFILE_APP=cpu, and why the window has no profile (profile-error.json)
 
 
 GREETING_ROUTES = ("GET /greeting/{name}",)
@@ -79,6 +86,7 @@ def greeting_server(requests: float, p50: tuple[float, float, float], p99: tuple
     return ServerLatency(routes=GREETING_ROUTES, requests=requests, p50=ServerQuantile(*p50), p99=ServerQuantile(*p99))
 
 
+PROFILE_NOT_WRITTEN = "its files were not written within 60 s of the window's end"  # profile_fetch.yml's words
 GOOD_RUNS = (
     FixtureRun("20260102T100000Z-quarkus-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-steady-2000rps.txt",
                "wrk2", 2000, "quarkus", "greeting", 6581.0),
@@ -86,7 +94,8 @@ GOOD_RUNS = (
                "wrk2", 600, "quarkus", "greeting", 6918.0),
     FixtureRun("20260102T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
                "vegeta", 200, "spring-mvc", "greeting", 26023.2, duration_s=3.0, observed=(0.15365, 208809984),
-               server=greeting_server(600, (0.38, 0.25, 0.5), (1.6, 1.0, 2.0))),
+               server=greeting_server(600, (0.38, 0.25, 0.5), (1.6, 1.0, 2.0)),
+               profile=PROFILES / "spring-mvc-plaintext-json-cpu.collapsed.gz"),
     FixtureRun("20260102T103000Z-spring-mvc-greeting", UNIT_FIXTURES / "wrk2" / "wrk2-errors-non2xx.txt",
                "wrk2", 1000, "spring-mvc", "greeting", 9446.0),
     FixtureRun("20260102T104000Z-spring-mvc-greeting",
@@ -111,14 +120,17 @@ TABLE_RUN = FixtureRun("20260102T105000Z-quarkus-greeting", UNIT_FIXTURES / "wrk
 SIDE_BY_SIDE = (
     FixtureRun("20260104T100000Z-quarkus-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-freeze-1s-200rps.jsonl.gz",
                "vegeta", 200, "quarkus", "greeting", 13232.3, duration_s=4.0, observed=(0.08042, 210669568),
-               server=greeting_server(800, (0.22, 0.0, 0.25), (0.81, 0.5, 1.0))),
+               server=greeting_server(800, (0.22, 0.0, 0.25), (0.81, 0.5, 1.0)),
+               profile=PROFILES / "quarkus-plaintext-json-cpu.collapsed.gz"),
     FixtureRun("20260104T101000Z-spring-webflux-greeting",
                UNIT_FIXTURES / "vegeta" / "vegeta-steady-200rps.jsonl.gz",
                "vegeta", 200, "spring-webflux", "greeting", 26916.8, duration_s=3.0, observed=(0.15599, 228069376),
-               server=greeting_server(600, (0.35, 0.25, 0.5), (1.2, 1.0, 2.0))),
+               server=greeting_server(600, (0.35, 0.25, 0.5), (1.2, 1.0, 2.0)),
+               profile=PROFILES / "spring-webflux-plaintext-json-cpu.collapsed.gz"),
     FixtureRun("20260104T102000Z-spring-mvc-greeting", UNIT_FIXTURES / "vegeta" / "vegeta-errors-500-200rps.jsonl.gz",
                "vegeta", 200, "spring-mvc", "greeting", 25191.7, (("PERFLAB_MAX_THREADS", "400"),), duration_s=3.0,
-               observed=(0.16, 206393344), server=greeting_server(600, (0.41, 0.25, 0.5), (3.1, 2.0, 5.0))),
+               observed=(0.16, 206393344), server=greeting_server(600, (0.41, 0.25, 0.5), (3.1, 2.0, 5.0)),
+               profile_error=PROFILE_NOT_WRITTEN),
 )
 # Two runs of that set that must never be drawn, each newer than the judged run of its app, with
 # the message the report gives for it.
@@ -201,10 +213,30 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
             if busy_cores is not None else None))
         observations = run_dir / rundir.OBSERVATIONS
     _complete(run_dir, parsed.stdout, observations)
+    add_profile(run_dir, run)
     if run.tool == "vegeta":
         written = perflab("collect", "--timeseries", run_dir)
         assert written.returncode == 0, written.stderr
     return run_dir
+
+
+def add_profile(run_dir: Path, run: FixtureRun) -> None:
+    """The files roles/bench/tasks/profile_fetch.yml fetches for a profiled window, and the summary perflab
+    collect makes of them (through `perflab profile summarize`, which writes the same file). The flame graph is
+    a stand-in page: the report only links it (async-profiler's own is checked in tests/unit/test_profile_ctl.py
+    and the lab's profiled run)."""
+    if run.profile_error is not None:
+        _write(run_dir / rundir.PROFILE_ERROR, json.dumps({"error": run.profile_error}) + "\n")
+    if run.profile is None:
+        return
+    with gzip.open(run.profile, "rt") as stacks:
+        _write(run_dir / rundir.PROFILE_COLLAPSED, stacks.read())
+    _write(run_dir / rundir.PROFILE_WINDOW, json.dumps({
+        "schema_version": 1, "pid": 812, "mode": "cpu", "engine": "ctimer", "event": "ctimer", "interval": None,
+        "started_at": "2026-01-04T10:00:10Z", "stopped_at": "2026-01-04T10:00:14Z", "not_used": []}) + "\n")
+    _write(run_dir / rundir.FLAME_GRAPH, f"<!DOCTYPE html><title>{run.app} cpu (ctimer)</title><p>stand-in</p>\n")
+    summarized = perflab("profile", "summarize", run_dir / rundir.PROFILE_COLLAPSED, "--json", run_dir / rundir.PROFILE_SUMMARY)
+    assert summarized.returncode == 0, summarized.stderr
 
 
 class ScrapedStandIn(Prometheus):

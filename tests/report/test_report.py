@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from perflab import report, report_page, report_sets, results
+from perflab import profile, report, report_page, report_sets, results
 
-from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, REPEATED, SIDE_BY_SIDE, SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, \
-    TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, add_repeated, full_results, good_results, perflab
+from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, PROFILE_NOT_WRITTEN, REPEATED, SIDE_BY_SIDE, \
+    SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, add_repeated, full_results, \
+    good_results, perflab
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -210,6 +211,69 @@ def test_side_by_side_table_figures_and_ratios_to_the_best(full: Path, full_repo
     rss = header.index("max RSS MiB") - 2
     assert by_variant["spring-mvc (400 threads)"].ratios == (None,) * len(report_sets.SET_COLUMNS)
     assert by_variant["quarkus (IO thread)"].ratios[rss] == pytest.approx(210669568 / 208809984)
+
+
+def _flame_graph_hrefs(page: str) -> list[str]:
+    return re.findall(r'<a class="flame-graph" href="([^"]+)">flame graph</a>', page)
+
+
+def test_the_apps_layers_side_by_side_each_with_its_flame_graph(full: Path, full_report: subprocess.CompletedProcess[str],
+                                                                 tmp_path: Path) -> None:
+    """PROFILE_APP=cpu: the set's table of each app's samples by layer, as perflab.profile reads the window's real
+    stacks (tests/unit/fixtures/profiles), each row adding up to 100%, its flame graph linked; the variant whose
+    window has no profile says why; each run's section names its layers and links the same page."""
+    page, _ = _page(full)
+    section = _side_by_side_html(page, SET_TITLE)
+    layers_table = section[section.index('<table class="layers">'):]
+    header = [html.unescape(h) for h in re.findall(r"<th>([^<]*)</th>", layers_table.split("</thead>", 1)[0])]
+    rows = {row[0]: row[1:] for row in _rows(layers_table)}
+    assert list(rows) == ["quarkus (IO thread)", "spring-mvc (200 threads)", "spring-mvc (400 threads)", "spring-webflux"]
+    assert [html.unescape(cell) for cell in rows["spring-mvc (400 threads)"]] == [PROFILE_NOT_WRITTEN_SHOWN]
+    runs = {"quarkus (IO thread)": SIDE_BY_SIDE[0], "spring-mvc (200 threads)": GOOD_RUNS[2],
+            "spring-webflux": SIDE_BY_SIDE[1]}
+    for variant, run in runs.items():
+        assert run.profile is not None
+        summary = profile.summarize(profile.read_collapsed(run.profile), run.profile.name)
+        expected = dict(zip((entry.title for entry in summary.layers),
+                            profile.percentages([entry.samples for entry in summary.layers])))
+        shown = dict(zip(header[1:-1], (float(cell.rstrip("%")) for cell in rows[variant][:-1])))
+        assert shown == {title: expected[title] for title in shown}, variant
+        assert sum(shown.values()) == pytest.approx(100.0, abs=1e-9), variant
+        assert rows[variant][-1] == f"{summary.samples:,} samples, cpu (ctimer) |flame graph"
+    assert "JSON" in header and "HTTP server" in header  # every app serves HTTP and writes JSON
+    # Every link resolves, from the page's own directory, to the flame graph of the run in its row.
+    linked = {(full / href).resolve() for href in _flame_graph_hrefs(layers_table)}
+    assert linked == {(full / run.run_id / "flamegraph.html").resolve() for run in runs.values()}
+    quarkus = page[page.index(f'<section class="run" id="run-{SIDE_BY_SIDE[0].run_id}">'):]
+    quarkus = quarkus[:quarkus.index("</section>")]
+    assert re.search(r"Where the app's time went \([\d,]+ samples, cpu \(ctimer\)\): [\d.]+% HTTP server, ", quarkus)
+    assert _flame_graph_hrefs(quarkus) == [f"{SIDE_BY_SIDE[0].run_id}/flamegraph.html"]
+    # A page written elsewhere links the same files, relative to where it is.
+    elsewhere = tmp_path / "pages" / "today.html"
+    elsewhere.parent.mkdir()
+    assert perflab("report", "--results", full, "--output", elsewhere).returncode == report.EXIT_WRITTEN_WITH_PROBLEMS
+    hrefs = _flame_graph_hrefs(elsewhere.read_text())
+    assert hrefs and all((elsewhere.parent / href).resolve().is_file() for href in hrefs), hrefs
+    assert {(elsewhere.parent / href).resolve() for href in hrefs} == {(full / href).resolve() for href in _flame_graph_hrefs(page)}
+
+
+PROFILE_NOT_WRITTEN_SHOWN = f"not profiled: {PROFILE_NOT_WRITTEN}"
+
+
+def test_a_corrupt_profile_summary_is_one_problem_and_the_run_is_still_drawn(tmp_path: Path) -> None:
+    results_dir = tmp_path / "results"
+    run_dir = add_fixture_run(results_dir, SIDE_BY_SIDE[0])
+    summary = run_dir / "profile-summary.json"
+    summary.write_text(summary.read_text()[:100])  # cut short
+    done = perflab("report", "--results", results_dir)
+    assert done.returncode == report.EXIT_WRITTEN_WITH_PROBLEMS
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2 and "no utilization.json" in lines[0], lines  # a fixture run: no Prometheus
+    assert re.fullmatch(rf"perflab: report: {run_dir.name}: profile-summary.json: not JSON \(line \d+: [^)]*\): corrupt "
+                        r"or cut short; the app's layers are not shown", lines[1]), lines
+    page = (results_dir / "report.html").read_text()
+    assert "the app&#x27;s layers are not shown" in page and '<table class="layers">' not in page
+    assert _drawn(page) and f'<a class="flame-graph" href="{run_dir.name}/flamegraph.html">' in page
 
 
 def test_side_by_side_last_runs_of_the_set_from_history(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:

@@ -286,7 +286,7 @@ PROFILES = Path(__file__).parent / "fixtures" / "profiles"
 
 def test_a_profiled_window_gets_its_summary_and_one_line_naming_the_top_layers(tmp_path: Path) -> None:
     """PROFILE_APP=cpu: profile_fetch.yml put the app's collapsed stacks in the run's directory."""
-    (tmp_path / collect.PROFILE_COLLAPSED).write_bytes(
+    (tmp_path / rundir.PROFILE_COLLAPSED).write_bytes(
         gzip.decompress((PROFILES / "quarkus-plaintext-json-cpu.collapsed.gz").read_bytes()))
     written, line = collect.profile_of(tmp_path)
     summary = rundir.read_profile_summary(tmp_path)
@@ -299,5 +299,5 @@ def test_a_profiled_window_gets_its_summary_and_one_line_naming_the_top_layers(t
 
 def test_a_window_without_a_profile_says_why_and_none_asked_says_nothing(tmp_path: Path) -> None:
     assert collect.profile_of(tmp_path) == (None, "") and not (tmp_path / rundir.PROFILE_SUMMARY).exists()
-    (tmp_path / collect.PROFILE_ERROR).write_text(json.dumps({"error": "process 812 is /usr/bin/node, not a JVM"}))
+    (tmp_path / rundir.PROFILE_ERROR).write_text(json.dumps({"error": "process 812 is /usr/bin/node, not a JVM"}))
     assert collect.profile_of(tmp_path) == (None, "the app was not profiled: process 812 is /usr/bin/node, not a JVM")
