@@ -108,6 +108,7 @@ def test_ready_at_the_manifests_status_records_start_to_ready(tmp_path: Path, se
     assert done.returncode == 0, done.stderr
     fact = json.loads((tmp_path / "facts" / "perflab_app.fact").read_text())
     assert fact["app"] == "tfb-quarkus" and fact["main_pid"] == 4242 and 0 <= fact["start_to_ready_ms"] < 5000
+    assert fact["unit"] == "perflab-app"  # the unit it restarted and timed, which the bench's profile reads
     assert json.loads(done.stdout) == fact
 
 
