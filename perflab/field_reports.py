@@ -53,14 +53,8 @@ class Relation:
     check: Callable[[dict[str, RunRow], "Settings"], tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class Settings:
-    rate: int
-    duration: str
-    warmup: str
-    latency_ms: int | None = None
-    slo_p99_ms: float | None = None
-    profile: str = ""
+# An experiment's settings, as reproduction.json records them (perflab.rundir owns that file).
+Settings = rundir.ReproductionSettings
 
 
 @dataclass(frozen=True)

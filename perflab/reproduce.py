@@ -46,11 +46,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from perflab import app_build, atomic, manifest, rundir
+from perflab import app_build, manifest, rundir
 from perflab.compare import MIB
 from perflab.field_reports import (EXPERIMENTS, NOT_RUNNABLE, Arm, Experiment, Settings, achieved, attribution,
                                    audit_figure, p50, p99, start_ms, verdict)
-from perflab.results import REPRODUCTION, RunRow, read_run_row
+from perflab.results import RunRow, read_run_row
 from perflab.sweep import run_bench
 
 EXIT_DONE, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
@@ -144,15 +144,14 @@ def reproduce(experiment: Experiment, settings: Settings, results: Path, invento
     text = table(experiment, rows, relations, settings, note)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     where = results / f"{stamp}-reproduce-{experiment.report}"
-    where.mkdir(parents=True, exist_ok=True)
-    document = {"report": experiment.report, "title": experiment.title, "scenario": experiment.scenario,
-                "settings": dataclasses.asdict(settings), "note": note, "theirs": [list(t) for t in experiment.theirs],
-                "runs": {arm.key: {"label": arm.label, "app": arm.app, "variants": arm.variants,
-                                   "run": _name(rows[arm.key].run_dir),
-                                   "state": rows[arm.key].state} for arm in experiment.arms},
-                "relations": relations}
-    atomic.write_text(where / REPRODUCTION, json.dumps(document, indent=2) + "\n")
-    return (EXIT_DONE if complete else EXIT_RUN_FAILED), text + f"\n  -> {where / REPRODUCTION}"
+    rundir.write_reproduction(where, rundir.Reproduction(
+        report=experiment.report, title=experiment.title, scenario=experiment.scenario, settings=settings, note=note,
+        theirs=experiment.theirs,
+        runs={arm.key: rundir.ReproducedArm(label=arm.label, app=arm.app, variants=arm.variants,
+                                            run=_name(rows[arm.key].run_dir), state=rows[arm.key].state)
+              for arm in experiment.arms},
+        relations=tuple(rundir.ReproducedRelation(**relation) for relation in relations)))
+    return (EXIT_DONE if complete else EXIT_RUN_FAILED), text + f"\n  -> {where / rundir.REPRODUCTION}"
 
 
 def _name(run_dir: Path | None) -> str | None:

@@ -17,7 +17,6 @@ perflab.compare's and perflab.reproduce's.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +30,6 @@ from perflab.rundir import RunFileError, Sweep
 
 COMPARABLE = ("VALID", "WARN")  # verdicts whose figures may be compared
 SERVER_LATENCY_NOT_RECORDED = "not recorded (observations written before perflab read the app's histogram)"
-REPRODUCTION = "reproduction.json"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +124,7 @@ def load(directory: Path) -> Results:
             except RunFileError as exc:
                 results.problems.append(f"{path.name}: {exc.short}; sweep left out")
             continue
-        if (path / REPRODUCTION).exists():
+        if (path / rundir.REPRODUCTION).exists():
             try:
                 results.reproductions.append(read_reproduction(path))
             except ReproductionError as exc:
@@ -371,7 +369,7 @@ def read_run_row(app: str, run_dir: Path | None, repetition: str = "") -> RunRow
 
 
 # ---------------------------------------------------------------------------------------------
-# reproduction.json: perflab reproduce writes it, the report reads it
+# reproduction.json (perflab.rundir's Reproduction) as the report shows it
 
 
 @dataclass(frozen=True)
@@ -401,22 +399,16 @@ class ReproductionError(ValueError):
 
 
 def read_reproduction(directory: Path) -> Reproduction:
-    """DIRECTORY/reproduction.json; ReproductionError naming what is wrong."""
+    """DIRECTORY/reproduction.json as the report reads it; ReproductionError naming what is wrong."""
     try:
-        document = json.loads((directory / REPRODUCTION).read_text(encoding="utf-8"))
-        settings = document["settings"]
-        summary = (f"{document['scenario']} at {settings['rate']} req/s"
-                   + (f", /hello/{settings['latency_ms']}" if settings.get("latency_ms") is not None else "")
-                   + f", {settings['duration']} after {settings['warmup']} of warm-up, "
-                     f"profile {settings.get('profile') or 'default'}")
-        return Reproduction(
-            directory=directory.name, report=int(document["report"]), title=str(document["title"]), summary=summary,
-            note=str(document.get("note") or ""),
-            theirs=tuple((str(label), str(figures)) for label, figures in document["theirs"]),
-            runs=tuple(RecordedRun(str(key), str(run["label"]), run.get("run"), str(run["state"]))
-                       for key, run in document["runs"].items()),
-            relations=tuple((str(r["claim"]), str(r["status"]), str(r["figures"])) for r in document["relations"]))
-    except OSError as error:
-        raise ReproductionError(f"{REPRODUCTION} cannot be read: {error.strerror}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ReproductionError(f"{REPRODUCTION} is not a reproduction ({type(error).__name__}: {error})") from None
+        found = rundir.read_reproduction(directory)
+    except RunFileError as error:
+        raise ReproductionError(error.short) from None
+    settings = found.settings
+    summary = (f"{found.scenario} at {settings.rate} req/s"
+               + (f", /hello/{settings.latency_ms}" if settings.latency_ms is not None else "")
+               + f", {settings.duration} after {settings.warmup} of warm-up, profile {settings.profile or 'default'}")
+    return Reproduction(
+        directory=directory.name, report=found.report, title=found.title, summary=summary, note=found.note,
+        theirs=found.theirs, runs=tuple(RecordedRun(key, arm.label, arm.run, arm.state) for key, arm in found.runs.items()),
+        relations=tuple((r.claim, r.status, r.figures) for r in found.relations))

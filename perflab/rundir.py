@@ -22,6 +22,7 @@ missing or an unknown one is refused with its name), each with its own schema_ve
 | timeseries.json | perflab.timeseries.TimeSeries |
 | verify.json | VerifyReport (here; perflab.verify judges the verify phase) |
 | sweep.json | Sweep (here; perflab.sweep runs and judges it) |
+| reproduction.json | Reproduction (here; perflab.reproduce runs a field report's experiment and writes it) |
 | profile-summary.json | perflab.profile.ProfileSummary |
 
 Their JSON Schemas, generated from these models, are perflab/schemas/<file>.schema.json (`make
@@ -68,6 +69,7 @@ UTILIZATION = "utilization.json"
 TIMESERIES = "timeseries.json"
 VERIFY = "verify.json"
 SWEEP = "sweep.json"
+REPRODUCTION = "reproduction.json"  # results/<stamp>-reproduce-<report>/
 # A profiled window's summary (perflab profile summarize), beside its collapsed stacks and flame graph.
 PROFILE_SUMMARY = "profile-summary.json"
 # The app host's files of a profiled window (roles/app/files/perflab_profile.py writes them, whose own formats
@@ -338,6 +340,51 @@ class Step:
     attribution: str | None = field(default=None, metadata=NOT_STORED)
 
 
+@dataclass(frozen=True)
+class ReproductionSettings:
+    """The lab's settings of a field report's experiment (perflab.field_reports' Settings): its own, or
+    what RATE=, DURATION= and WARMUP= gave."""
+
+    rate: int
+    duration: str
+    warmup: str
+    latency_ms: int | None = None
+    slo_p99_ms: float | None = None
+    profile: str = ""
+
+
+@dataclass(frozen=True)
+class ReproducedArm:
+    label: str
+    app: str
+    variants: str
+    run: str | None  # the run directory's name under the results directory; None: the run never opened
+    state: str  # "complete", "incomplete: <why>", "no run (...)" (perflab.results.RunRow's)
+
+
+@dataclass(frozen=True)
+class ReproducedRelation:
+    claim: str
+    status: str  # reproduced | not reproduced | not judged | not runnable here (perflab.field_reports)
+    figures: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reproduction:
+    """reproduction.json: a field report's experiment as `perflab reproduce` ran it on the lab: the report's
+    own figures (theirs: label, figures), the runs it made, and each relation the report found, judged."""
+
+    schema_version: int = 1
+    report: int
+    title: str
+    scenario: str
+    settings: ReproductionSettings
+    note: str = ""
+    theirs: tuple[tuple[str, str], ...]
+    runs: dict[str, ReproducedArm]  # arm key -> its run
+    relations: tuple[ReproducedRelation, ...]
+
+
 @dataclass(kw_only=True)
 class Sweep:
     """sweep.json: a sweep's steps and its outcome, rewritten after every step (perflab.sweep)."""
@@ -408,7 +455,7 @@ _WHAT: dict[type, str] = {
     RunContext: "a perflab run context", Observations: "perflab observations", RunResult: "a perflab result",
     Verdict: "a perflab verdict", Attribution: "a perflab attribution", Utilization: "a perflab utilization",
     TimeSeries: "a perflab time series", VerifyReport: "a perflab verify report", Sweep: "a perflab sweep",
-    ProfileSummary: "a perflab profile summary",
+    ProfileSummary: "a perflab profile summary", Reproduction: "a perflab reproduction",
 }
 
 
@@ -554,6 +601,16 @@ def _json_object(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_reproduction(directory: Path) -> Reproduction:
+    # Written without a schema_version before this model: the same shape, version 1.
+    return _read(directory / REPRODUCTION, Reproduction, unversioned=True)
+
+
+def write_reproduction(directory: Path, reproduction: Reproduction) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(directory / REPRODUCTION, dumps(reproduction))
+
+
 def read_sweep(sweep_dir: Path) -> Sweep:
     return _read(sweep_dir / SWEEP, Sweep)
 
@@ -572,7 +629,7 @@ MODELS: dict[str, type] = {
     STATUS: RunStatus, BENCH_INPUTS: BenchInputs, DB_SESSIONS: DbSessionList, CONTEXT: RunContext,
     OBSERVATIONS: Observations, RESULT: RunResult, AUDIT: Verdict, ATTRIBUTION: Attribution,
     UTILIZATION: Utilization, TIMESERIES: TimeSeries, VERIFY: VerifyReport, SWEEP: Sweep,
-    PROFILE_SUMMARY: ProfileSummary,
+    PROFILE_SUMMARY: ProfileSummary, REPRODUCTION: Reproduction,
 }
 
 

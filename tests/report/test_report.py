@@ -757,5 +757,5 @@ def test_a_reproduction_is_its_own_section_never_a_run(tmp_path: Path) -> None:
     (broken / "reproduction.json").write_text('{"report": 2}')
     done = perflab("report", "--results", results, "--output", tmp_path / "out.html")
     assert done.returncode == report.EXIT_WRITTEN_WITH_PROBLEMS, done.stderr
-    assert f"{broken.name}: reproduction.json is not a reproduction (KeyError: 'settings'); reproduction left out" \
-        in done.stderr
+    assert (f"{broken.name}: reproduction.json: not a perflab reproduction: Reproduction: missing field title; "
+            "reproduction left out") in done.stderr

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from perflab import reproduce, rundir
@@ -147,8 +148,10 @@ def test_each_arm_runs_with_the_experiments_settings_and_falls_back_where_the_pr
     assert "app_profile=default" in calls[1] and "app_profile=default" in calls[2] and len(calls) == 3
     assert "note: the app host has fewer than the 4 CPUs" in text
     assert "[not judged] the IO thread needs less CPU per request" in text
-    written = json.loads(next(tmp_path.glob("*-reproduce-3/reproduction.json")).read_text())
-    assert written["settings"]["profile"] == "default" and written["runs"]["io"]["state"] == "incomplete: the run"
+    path = next(tmp_path.glob("*-reproduce-3/reproduction.json"))
+    jsonschema.validate(json.loads(path.read_text()), json.loads((rundir.SCHEMAS_DIR / "reproduction.schema.json").read_text()))
+    written = rundir.read_reproduction(path.parent)
+    assert written.settings.profile == "default" and written.runs["io"].state == "incomplete: the run"
 
 
 def test_report_2_asks_for_the_delay_and_an_slo_above_it() -> None:

@@ -38,6 +38,7 @@ STORED = sorted(path for path in REPORT_FIXTURES.glob("*/*.json"))
 # Every file of a run and a sweep as perflab wrote them before rundir (fixtures/runs-9627f40/README.md).
 BEFORE = UNIT_DIR / "fixtures" / "runs-9627f40"
 BEFORE_RUN = "20261120T090000Z-quarkus-greeting"
+BEFORE_REPRODUCTION = "20261120T091000Z-reproduce-3"
 READERS = {rundir.CONTEXT: rundir.read_context, rundir.OBSERVATIONS: rundir.read_observations,
            rundir.UTILIZATION: rundir.read_utilization}
 
@@ -97,6 +98,14 @@ def test_a_run_and_a_sweep_written_before_rundir_load_and_report_as_they_did(tmp
     assert run.judged and run.verdict == rundir.read_audit(run_dir) and run.attribution is not None
     assert loaded.problems == [f"{BEFORE_RUN}: no utilization.json: no Prometheus data for this run; utilization not recorded"]
     assert loaded.sweeps["20261120T085900Z-quarkus-greeting-sweep"].max_sustainable_rate == 200
+    # reproduction.json as perflab reproduce wrote it before rundir owned it (no schema_version): read as version 1.
+    reproduced = rundir.read_reproduction(results / BEFORE_REPRODUCTION)
+    assert reproduced.schema_version == 1 and reproduced.settings.profile == "default"
+    assert reproduced.runs["worker"].state == "incomplete: the run" and len(reproduced.relations) == 3
+    assert _within(json.loads((results / BEFORE_REPRODUCTION / rundir.REPRODUCTION).read_text()),
+                   json.loads(dumps(reproduced)))
+    (shown,) = loaded.reproductions
+    assert shown.summary == "greeting at 1500 req/s, 30s after 15s of warm-up, profile default"
 
 
 def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
@@ -115,9 +124,9 @@ def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
     written = [*run_dir.glob("*.json"), tmp_path / "sweep" / rundir.SWEEP]
     for path in written:
         jsonschema.validate(json.loads(path.read_text()), schema(path.name))
-    # profile-summary.json: tests/unit/test_profile.py (the bench does not profile yet).
+    # profile-summary.json: tests/unit/test_profile.py; reproduction.json: tests/unit/test_reproduce.py.
     assert {path.name for path in written} == (set(rundir.MODELS) - {rundir.UTILIZATION, rundir.DB_SESSIONS, rundir.VERIFY,
-                                                                     rundir.PROFILE_SUMMARY})
+                                                                     rundir.PROFILE_SUMMARY, rundir.REPRODUCTION})
 
 
 def _copy_content(task_file: Path) -> str:
