@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
-import yaml  # type: ignore[import-untyped]
 
 from perflab import strict_yaml
 
@@ -71,12 +70,8 @@ PASSWORD = "db_password"
 PASSWORD_FILE = "db_password_file"
 
 
-class ManifestError(ValueError):
+class ManifestError(strict_yaml.FileRefused):
     """A manifest, or what was asked of it, is refused; one line per problem."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,16 +374,7 @@ def _lab_problems(data: dict[str, Any], file: Path) -> Iterator[tuple[str, str]]
 def load(file: Path) -> Manifest:
     """The manifest in FILE; ManifestError with one line per wrong field."""
     where = shown(file)
-    try:
-        data = strict_yaml.load(file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ManifestError([f"{where}: cannot be read: {error.strerror}"]) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ManifestError([f"{where}: not valid YAML{line}: {getattr(error, 'problem', None) or error}"]) from None
-    if not isinstance(data, dict):
-        raise ManifestError([f"{where}: not a mapping of fields but {_kind(data)}; see perflab/app-manifest.schema.json"])
+    data = strict_yaml.read_mapping(file, where, ManifestError, _kind, "perflab/app-manifest.schema.json")
     root = schema()
     problems: dict[str, str] = {}
     for wrong in sorted(jsonschema.Draft202012Validator(root).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):

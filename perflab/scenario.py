@@ -83,7 +83,6 @@ from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
 import jsonschema  # type: ignore[import-untyped]
-import yaml  # type: ignore[import-untyped]
 
 from perflab import scenario_play, strict_yaml
 from perflab.model import JsonValue, from_jsonable, json_schema
@@ -114,12 +113,8 @@ KEY_FORMAT = re.compile(r"[#A-Za-z0-9._~-]+")
 PATH_VALUE_SAFE = "-._~"
 
 
-class ScenarioError(ValueError):
+class ScenarioError(strict_yaml.FileRefused):
     """A scenario file, or what was asked of it, is refused; one line per problem."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,17 +316,7 @@ def _schema_problem(error: Any) -> Iterator[tuple[str, str]]:
 
 
 def _read(file: Path) -> dict[str, Any]:
-    try:
-        data = strict_yaml.load(file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ScenarioError([f"{file}: cannot be read: {error.strerror}"]) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ScenarioError([f"{file}: not valid YAML{line}: {getattr(error, 'problem', None) or error}"]) from None
-    if not isinstance(data, dict):
-        raise ScenarioError([f"{file}: not a mapping of fields but {_kind(data)}; see perflab/schemas/{SCHEMA_FILE}"])
-    return data
+    return strict_yaml.read_mapping(file, str(file), ScenarioError, _kind, f"perflab/schemas/{SCHEMA_FILE}")
 
 
 def load(file: Path) -> Scenario:
