@@ -16,8 +16,9 @@ Commands:
       (vegeta's -duration; default: (max seq + 1) / rate) -> one run result
       For both: CONTEXT.json (a RunContext: start and end, scenario, app and JVM settings,
       hosts, versions) is merged into the result. k6 was retired (AGPL): parse-k6 says so, exit 2.
-  perflab judge RESULT.json [--observations OBS.json] [--json]
+  perflab judge RESULT.json [--observations OBS.json] [--json] | judge RUN_DIR [--json]
       the verdict, every rule's evidence, and the app's cost (CPU seconds per 1,000 requests, max RSS);
+      given a run's directory, the verdict the bench recorded there (audit.json);
       the rules are the audit's (perflab/audit.py, its document audit.json). `perflab audit` was its
       old name: it says so, exit 2
   perflab thresholds                                 every threshold of the judge with its reason
@@ -169,7 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.set_defaults(command=_parse_vegeta, usage_error=sub.error)
 
     sub = commands.add_parser("judge", help="judge a run result: VALID, WARN or INVALID, with the reasons")
-    sub.add_argument("result", type=Path, help="a result JSON (perflab parse-wrk2/parse-vegeta --json)")
+    sub.add_argument("result", type=Path, help="a result JSON (perflab parse-wrk2/parse-vegeta --json), or a run's "
+                                                "directory: its recorded verdict (audit.json), as the bench printed it")
     sub.add_argument("--observations", type=Path, metavar="OBS.json", help="what monitoring saw in the run window")
     sub.add_argument("--json", action="store_true", help="print the verdict as JSON")
     sub.set_defaults(command=_judge)
@@ -294,11 +296,18 @@ def _print_result(name: str, result: RunResult, as_json: bool, notes: Sequence[s
 
 def _judge(args: argparse.Namespace) -> int:
     try:
-        result = rundir.load_result(args.result)
-        observations = None if args.observations is None else rundir.load_observations(args.observations)
+        if args.result.is_dir():
+            # A run's directory: the verdict perflab collect recorded (make bench exits with it).
+            if args.observations is not None:
+                raise InputError(f"{args.result} is a run's directory: its verdict is recorded, "
+                                 "--observations is for a result file")
+            verdict = rundir.read_audit(args.result)
+        else:
+            result = rundir.load_result(args.result)
+            observations = None if args.observations is None else rundir.load_observations(args.observations)
+            verdict = audit.audit(result, observations)
     except rundir.RunFileError as exc:
         raise InputError(str(exc)) from None
-    verdict = audit.audit(result, observations)
     if args.json:
         sys.stdout.write(dumps(verdict))
     else:

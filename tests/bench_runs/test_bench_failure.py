@@ -153,7 +153,7 @@ def test_a_host_gone_is_named_in_one_line_before_a_run_opens(tmp_path: Path) -> 
     assert run_dirs() == before, "no results directory for a run that cannot reach its hosts"
 
 
-def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tuple[Path, str]:
+def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tuple[Path, str, int]:
     """A run during whose measured phase FAULT runs on HOST 16 s after its generator started (past
     wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened."""
     before = run_dirs()
@@ -164,7 +164,7 @@ def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tupl
         on_host(host, repair)
     assert injected, f"the fault never ran: no measured phase seen\n{tail(done.stdout)}"
     assert done.returncode in (0, 1), tail(done.stdout)  # judged: VALID/WARN (0) or INVALID (1)
-    return new_run_dir(before), done.stdout
+    return new_run_dir(before), done.stdout, done.returncode
 
 
 def _rules(run: Path) -> dict[str, dict[str, str]]:
@@ -172,11 +172,13 @@ def _rules(run: Path) -> dict[str, dict[str, str]]:
 
 
 def test_the_db_stopped_mid_run_is_invalid_with_its_errors_and_the_outage_named() -> None:
-    run, output = _run_with_fault("db[0]", "systemctl stop mariadb", "systemctl start mariadb",
-                                  "APP=quarkus", "SCENARIO=zipcodes")
+    run, output, code = _run_with_fault("db[0]", "systemctl stop mariadb", "systemctl start mariadb",
+                                        "APP=quarkus", "SCENARIO=zipcodes")
     assert read_json(run / "status.json")["status"] == "complete", tail(output)
     audit, rules = read_json(run / "audit.json"), _rules(run)
     assert audit["status"] == "INVALID", audit
+    # make bench exits 1 for it, and says so.
+    assert code == 1 and f"perflab: make bench: run {run.name} is INVALID (its verdict is above)" in output, tail(output)
     assert rules["no_errors"]["status"] == "INVALID", rules["no_errors"]
     assert rules["db_up"]["status"] == "INVALID" and "the DB was down for" in rules["db_up"]["evidence"], rules["db_up"]
     assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
@@ -188,10 +190,10 @@ def test_the_db_stopped_mid_run_is_invalid_with_its_errors_and_the_outage_named(
 
 
 def test_the_app_killed_mid_run_is_invalid_and_its_restart_is_named() -> None:
-    run, output = _run_with_fault("app[0]", "systemctl kill -s KILL perflab-app", "true",
-                                  "APP=quarkus", "SCENARIO=greeting")
+    run, output, code = _run_with_fault("app[0]", "systemctl kill -s KILL perflab-app", "true",
+                                        "APP=quarkus", "SCENARIO=greeting")
     audit, rules = read_json(run / "audit.json"), _rules(run)
-    assert audit["status"] == "INVALID", audit
+    assert audit["status"] == "INVALID" and code == 1, (audit, tail(output))
     restarted = rules["app_not_restarted"]
     assert restarted["status"] == "INVALID" and "the app restarted" in restarted["evidence"], restarted
     sentence = read_json(run / "attribution.json")["sentence"]
@@ -199,8 +201,8 @@ def test_the_app_killed_mid_run_is_invalid_and_its_restart_is_named() -> None:
 
 
 def test_prometheus_stopped_mid_run_leaves_rules_not_evaluated_and_claims_no_health() -> None:
-    run, output = _run_with_fault("monitoring[0]", "systemctl stop prometheus", "systemctl start prometheus",
-                                  "APP=quarkus", "SCENARIO=greeting")
+    run, output, _ = _run_with_fault("monitoring[0]", "systemctl stop prometheus", "systemctl start prometheus",
+                                     "APP=quarkus", "SCENARIO=greeting")
     rules = _rules(run)
     for name in ("app_not_restarted", "db_up"):
         assert rules[name]["status"] == "NOT_EVALUATED" and "Prometheus" in rules[name]["evidence"], rules[name]

@@ -103,7 +103,8 @@ def hogged_run(db_hog: Callable[[], None]) -> Path:
         # made its DB host 0.93 busy with other processes, and the app's pool waits were rightly the DB's.
         stop_hog()
     assert hogged, "the hog never started: no measured phase seen\n" + tail(done.stdout, 80)
-    assert done.returncode == 0, "the run under the hog failed:\n" + tail(done.stdout, 80)
+    # Judged (make bench: 0 VALID or WARN, 1 INVALID): what the test reads is the attribution, not the verdict.
+    assert done.returncode in (0, 1), "the run under the hog failed:\n" + tail(done.stdout, 80)
     run_dir = new_run_dir(before)
     assert "bottleneck: " in done.stdout, "the bench did not print the attribution"
     return run_dir

@@ -189,6 +189,30 @@ def test_parse_then_judge(tmp_path: Path, fixture: str, rate: str, exit_code: in
     assert judged.stdout.splitlines()[0] == f"verdict: {verdict}"
 
 
+@pytest.mark.parametrize(("fixture", "exit_code", "verdict"), [("wrk2-steady-2000rps.txt", 0, "VALID"),
+                                                                ("wrk2-errors-non2xx.txt", 1, "INVALID")])
+def test_a_runs_directory_gives_its_recorded_verdict_and_make_bench_its_exit_status(
+        tmp_path: Path, fixture: str, exit_code: int, verdict: str) -> None:
+    """perflab judge RUN_DIR: the verdict perflab collect recorded (audit.json), its exit status the judge's, which
+    make bench exits with for INVALID (the Makefile's bench_once)."""
+    parsed = perflab("parse-wrk2", WRK2_FIXTURES / fixture, "--target-rate", "1000", "--json")
+    (tmp_path / "result.json").write_text(parsed.stdout)
+    recorded = perflab("judge", tmp_path / "result.json", "--json")
+    (tmp_path / "audit.json").write_text(recorded.stdout)
+    (tmp_path / "result.json").unlink()  # the recorded verdict, not a new one from the result
+    judged = perflab("judge", tmp_path)
+    assert (judged.returncode, judged.stderr) == (exit_code, "")
+    assert judged.stdout.splitlines()[0] == f"verdict: {verdict}"
+    assert json.loads(perflab("judge", tmp_path, "--json").stdout) == json.loads(recorded.stdout)
+    refused = perflab("judge", tmp_path, "--observations", tmp_path / "observations.json")
+    assert (refused.returncode, refused.stderr) == (4, f"perflab: error: {tmp_path} is a run's directory: its verdict "
+                                                       "is recorded, --observations is for a result file\n")
+    (tmp_path / "audit.json").unlink()
+    missing = perflab("judge", tmp_path)
+    assert missing.returncode == 4 and missing.stderr.startswith(f"perflab: error: {tmp_path / 'audit.json'}: ")
+    assert len(missing.stderr.splitlines()) == 1, missing.stderr
+
+
 def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
     result = tmp_path / "killed.json"
     parsed = perflab("parse-wrk2", WRK2_FIXTURES / "wrk2-server-killed-midrun.txt", "--target-rate", "1000", "--json")
