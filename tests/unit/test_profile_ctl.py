@@ -154,12 +154,13 @@ def wait_for_file(directory: Path, *names: str, timeout_s: float = 60) -> Path:
 def test_a_window_returns_at_once_and_profiles_from_its_start_to_its_end(busy_jvm: int, tmp_path: Path) -> None:
     """The bench's way (run_phase.yml): asked before the window, the profile covers the window."""
     out = tmp_path / "profile"
-    start_at = time.time() + 2
-    asked = time.monotonic()
+    # Asked 4 s ahead, as the bench asks before its window: `window` returns before it opens (its own start,
+    # the JVM's attach listener and the agent's preload take a fraction of that on a loaded machine).
+    start_at = time.time() + 4
     done = run("window", "--pid", str(busy_jvm), "--lib", str(LIB), "--mode", "cpu", "--interval", "5ms",
                "--start-at", str(start_at), "--end-at", str(start_at + 2), "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - asked < 1.5 and json.loads(done.stdout)["pid"] == busy_jvm
+    assert time.time() < start_at and json.loads(done.stdout)["pid"] == busy_jvm
     assert Path(f"/tmp/.java_pid{busy_jvm}").is_socket()
     assert wait_for_file(out, "profile-window.json", "profile-error.json").name == "profile-window.json"
     window = json.loads((out / "profile-window.json").read_text())
