@@ -70,7 +70,8 @@ def short_run(lab: str) -> Path:
     """results/<run-id>/ of one complete short run (SHORT_RUN) on the session's lab."""
     before = run_dirs()
     done = make("bench", *SHORT_RUN)
-    assert done.returncode == 0, "the short run failed:\n" + tail(done.stdout, 80)
+    # Judged (make bench: 0 VALID or WARN, 1 INVALID); the tests that need it VALID say so themselves.
+    assert done.returncode in (0, 1), "the short run failed:\n" + tail(done.stdout, 80)
     run_dir = new_run_dir(before)
     assert read_json(run_dir / "status.json")["status"] == "complete", run_dir
     return run_dir

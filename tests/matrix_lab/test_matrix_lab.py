@@ -54,7 +54,8 @@ def test_greeting_on_both_spring_apps() -> None:
 def test_hello_latency_on_quarkus() -> None:
     before = run_dirs()
     done = make("bench", "APP=quarkus", "SCENARIO=hello-latency", "RATE=50", "DURATION=10s", "WARMUP=5s")
-    assert done.returncode == 0, tail(done.stdout, 80)
+    # Judged (make bench: 0 VALID or WARN, 1 INVALID): the cell asks a complete run without errors, checked below.
+    assert done.returncode in (0, 1), tail(done.stdout, 80)
     created = sorted(run_dirs() - before)
     assert len(created) == 1, created
     assert_complete_without_errors("quarkus", "hello-latency", created[0])
