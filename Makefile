@@ -249,15 +249,16 @@ bench: $(VENV_STAMP) build-prereqs $(if $(filter-out off,$(PROFILE_APP)),$(ASYNC
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(if $(filter-out 1,$(REPEAT)),$(call compare_apps,$(APP)),$(bench_once))
 
-# One bench run (playbooks/bench.yml). make bench exits with the playbook's status where the run failed,
-# else 1 for a run judged INVALID (it did not measure what it claims: its verdict says why) and 0 for VALID
-# and WARN. The bench writes the run's directory into PERFLAB_RUN_RECORD; perflab judge reads its verdict.
+# One bench run (playbooks/bench.yml). It fails where the playbook failed, and for a run judged INVALID (it
+# did not measure what it claims: its verdict says why), saying so in a last line; VALID and WARN succeed.
+# make exits 2 for either failure, the line tells them apart. The bench writes the run's directory into
+# PERFLAB_RUN_RECORD; perflab judge reads its recorded verdict (and exits 1 for INVALID).
 define bench_once
 record=$$(mktemp) && trap 'rm -f "$$record"' EXIT && \
 PERFLAB_RUN_RECORD=$$record PERFLAB_RUN_PID=$$$$ $(BIN)/ansible-playbook -i "$(INVENTORY)" playbooks/bench.yml \
   -e app_name='$(APP)' $(VARIANT_OPTIONS) $(BENCH_OPTIONS) $(ANSIBLE_ARGS) && run=$$(cat "$$record") && \
 { [ -z "$$run" ] || $(BIN)/perflab judge "$$run" >/dev/null; [ $$? -ne 1 ] || \
-  { echo "perflab: make bench: run $${run##*/} is INVALID (its verdict is above): exit status 1" >&2; exit 1; }; }
+  { echo "perflab: make bench: run $${run##*/} is INVALID (its verdict is above)" >&2; exit 1; }; }
 endef
 
 # `make lab`: the lab's main job from nothing, the first of the README's two commands.

@@ -43,6 +43,16 @@ def make(target: str, *variables: str, timeout: float = 1800) -> subprocess.Comp
         )
 
 
+# What make bench prints after the verdict of a run judged INVALID (the Makefile's bench_once). make itself exits
+# 2 then, as for any recipe that failed: the line tells a judged run from one that failed.
+INVALID_LINE = "is INVALID (its verdict is above)"
+
+
+def judged(done: subprocess.CompletedProcess[str]) -> bool:
+    """make bench made its run and judged it: 0 (VALID or WARN), or make's 2 with the line of an INVALID run."""
+    return done.returncode == 0 or (done.returncode == 2 and INVALID_LINE in done.stdout)
+
+
 # The local and the SSH lab share this machine's cores and disk (make test runs them side by side). A
 # measurement whose figures a test asserts (the SSH lab's two-host runs: every host's share achieved; its lock
 # test's first run: VALID at its rate) is made alone: it holds this lock, which every run and every lab-up or

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from bench_helpers import INVENTORY, RESULTS, ROOT, loadgen_lock, new_run_dir, on_host, read_json, run_dirs, run_make, tail
-from labkit import in_measured_phase, lab_lock
+from labkit import INVALID_LINE, in_measured_phase, judged, lab_lock
 
 
 def _netem_works() -> bool:
@@ -163,7 +163,7 @@ def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tupl
     finally:
         on_host(host, repair)
     assert injected, f"the fault never ran: no measured phase seen\n{tail(done.stdout)}"
-    assert done.returncode in (0, 1), tail(done.stdout)  # judged: VALID/WARN (0) or INVALID (1)
+    assert judged(done), tail(done.stdout)  # VALID or WARN (0), or INVALID (make's 2 and its line)
     return new_run_dir(before), done.stdout, done.returncode
 
 
@@ -177,8 +177,8 @@ def test_the_db_stopped_mid_run_is_invalid_with_its_errors_and_the_outage_named(
     assert read_json(run / "status.json")["status"] == "complete", tail(output)
     audit, rules = read_json(run / "audit.json"), _rules(run)
     assert audit["status"] == "INVALID", audit
-    # make bench exits 1 for it, and says so.
-    assert code == 1 and f"perflab: make bench: run {run.name} is INVALID (its verdict is above)" in output, tail(output)
+    # make bench fails for it (make's 2), and says why.
+    assert code == 2 and f"perflab: make bench: run {run.name} {INVALID_LINE}" in output, tail(output)
     assert rules["no_errors"]["status"] == "INVALID", rules["no_errors"]
     assert rules["db_up"]["status"] == "INVALID" and "the DB was down for" in rules["db_up"]["evidence"], rules["db_up"]
     assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
@@ -193,7 +193,7 @@ def test_the_app_killed_mid_run_is_invalid_and_its_restart_is_named() -> None:
     run, output, code = _run_with_fault("app[0]", "systemctl kill -s KILL perflab-app", "true",
                                         "APP=quarkus", "SCENARIO=greeting")
     audit, rules = read_json(run / "audit.json"), _rules(run)
-    assert audit["status"] == "INVALID" and code == 1, (audit, tail(output))
+    assert audit["status"] == "INVALID" and code == 2 and INVALID_LINE in output, (audit, tail(output))
     restarted = rules["app_not_restarted"]
     assert restarted["status"] == "INVALID" and "the app restarted" in restarted["evidence"], restarted
     sentence = read_json(run / "attribution.json")["sentence"]

@@ -193,8 +193,8 @@ def test_parse_then_judge(tmp_path: Path, fixture: str, rate: str, exit_code: in
                                                                 ("wrk2-errors-non2xx.txt", 1, "INVALID")])
 def test_a_runs_directory_gives_its_recorded_verdict_and_make_bench_its_exit_status(
         tmp_path: Path, fixture: str, exit_code: int, verdict: str) -> None:
-    """perflab judge RUN_DIR: the verdict perflab collect recorded (audit.json), its exit status the judge's, which
-    make bench exits with for INVALID (the Makefile's bench_once)."""
+    """perflab judge RUN_DIR: the verdict perflab collect recorded (audit.json), with the judge's exit status, which
+    make bench reads to fail a run judged INVALID (the Makefile's bench_once)."""
     parsed = perflab("parse-wrk2", WRK2_FIXTURES / fixture, "--target-rate", "1000", "--json")
     (tmp_path / "result.json").write_text(parsed.stdout)
     recorded = perflab("judge", tmp_path / "result.json", "--json")
