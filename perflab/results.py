@@ -4,7 +4,7 @@ One reader for the tree `perflab bench` and `perflab reproduce` write (docs/ARCH
 "Controller-side files"), every file through perflab.rundir, so that the report, history, compare
 and reproduce agree on what a run is:
 - load(): every run directory (Run: its status, result, verdict, attribution, observations,
-  utilization, per-second series and raw output, each problem one line), every sweep and every
+  utilization, per-second series, the app's profile and raw output, each problem one line), every sweep and every
   reproduction under the directory, for the report and history;
 - SetKey: the comparable set a run belongs to (scenario, asked rate, tool, profile);
 - read_run_row(): one run directory as a comparison's table reads it (status, result, verdict),
