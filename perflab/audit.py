@@ -296,16 +296,18 @@ def cpu_split(tier: str, cpu: TierCpu | None, obs: Observations) -> tuple[float,
 
 def host_cpu(tier: str, cpu: TierCpu, obs: Observations, threshold: float) -> tuple[str, bool]:
     """A tier's busy CPU as the audit and the attribution both say it, and whether its own service is
-    what filled it: False where the service alone stayed within THRESHOLD of the host's cores and the
-    rest ran other processes (a host starved by something else, never credited to the service). Its
-    share unseen, the host's figure stands for the service, as before the split was kept."""
+    what filled it: False where the service alone stayed within THRESHOLD of the host's cores and other
+    processes took at least the headroom above it (a host starved by something else, never credited to the
+    service; a sliver of other processes on a host its service filled to the threshold is not that, as
+    attribution.stretch_starved judges a stretch). Its share unseen, the host's figure stands for the
+    service, as before the split was kept."""
     figure = f"{cpu.busy_cores:.2f} of {cpu.allotted_cores:g} cores ({cpu.busy_fraction:.0%})"
     split = cpu_split(tier, cpu, obs)
     if split is None:
         return figure, True
     own, other = split
     name = service_name(tier, obs)
-    if own / cpu.allotted_cores > threshold:
+    if own / cpu.allotted_cores > threshold or other / cpu.allotted_cores < 1 - threshold:
         return f"{figure}, {name} itself {own:.2f} of them", True
     return (f"{figure}, of which {name} used {own:.2f} and other processes of its host {other:.2f}: starved by "
             f"other processes than {name}"), False

@@ -116,10 +116,18 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     assert attribution["limiting_tier"] != "db", attribution["sentence"]
     result = read_json(short_run / "result.json")
     if result["achieved_rate"] >= 0.95 * result["target_rate"]:  # a machine loaded by others may fall short
-        assert attribution["limiting_tier"] is None, attribution["sentence"]
-        # Kept up; a tier whose shared CPUs read busy (with nothing queueing) is noted, not blamed.
-        assert attributed(attribution["sentence"]).startswith(("no tier was saturated: the system kept up",
-                                                               "not attributed: the system kept up")), attribution["sentence"]
+        # Kept up; a tier whose shared CPUs read busy (with nothing queueing) is noted, not blamed. A tier over
+        # its CPU threshold for a stretch of the window (issue 24) is named for it, and never as starved by
+        # others where its own service filled it: in a CI simulation the app's JVM filled its core for 10 s
+        # after the warm-up (0.90 of 1, others 0.02), and the run caught up (213 of 200 req/s, p99 over its SLO).
+        sentence = attributed(attribution["sentence"])
+        if "for a stretch of the window" in sentence:
+            assert attribution["limiting_tier"] in ("app", "loadgen"), sentence
+            assert "starved by other processes" not in sentence or "other processes of its host 0.0" not in sentence, sentence
+        else:
+            assert attribution["limiting_tier"] is None, sentence
+            assert sentence.startswith(("no tier was saturated: the system kept up",
+                                        "not attributed: the system kept up")), sentence
     thirds = observations["write_share_by_third"]
     assert thirds is not None and all(0.45 <= share <= 0.55 for share in thirds), thirds  # write_ratio 0.5
     observed, expected = observations["statements_per_request"], observations["expected_statements_per_request"]
