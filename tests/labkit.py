@@ -55,7 +55,7 @@ def judged(done: subprocess.CompletedProcess[str]) -> bool:
 
 # The local and the SSH lab share this machine's cores and disk (make test runs them side by side). A
 # measurement whose figures a test asserts (the SSH lab's two-host runs: every host's share achieved; its lock
-# test's first run: VALID at its rate) is made alone: it holds this lock, which every run and every lab-up or
+# test's first run: VALID at its rate; report 2's arms that hold the rate: not INVALID) is made alone: it holds this lock, which every run and every lab-up or
 # deploy of the local lab takes too, so neither starts beside the other. A CI simulation without it failed
 # both: the vegeta run at 50 req/s kept 94.4% of one host's share, with p99 1.8 s, every CPU of the machine
 # 100% busy, while the local lab deployed a JVM and ran its dashboards' vegeta run; the lock test's first run

@@ -154,8 +154,10 @@ def test_two_loadgen_hosts_send_one_vegeta_run_merged_exactly(addresses: dict[st
 
 
 def test_report_2_is_reproduced_with_two_loadgen_hosts(addresses: dict[str, str]) -> None:
-    """Field report 2's thread cap (labkit.report_2_reproduced), here rather than on the local lab: the
-    SSH lab's tests run beside the local lab's (Makefile: test-lab), so its four Spring runs add
-    nothing to the suite's time. The cap is the physics of 200 threads and 1 s answers, not of CPU:
-    the unpinned machines sharing the two cores change nothing in it."""
-    report_2_reproduced(INVENTORY)
+    """Field report 2's thread cap (labkit.report_2_reproduced), here rather than on the local lab. The cap is
+    the physics of 200 threads and 1 s answers, not of CPU, but the arms that hold the rate are judged VALID or
+    WARN: its runs are measured alone (labkit.measured_alone). A CI simulation beside the local lab's failure
+    tests: WebFlux's arm timed out 8 requests of 9,072 in wrk2's calibration, the JIT compiling for 86% of its
+    window, and was INVALID."""
+    with measured_alone():
+        report_2_reproduced(INVENTORY)
