@@ -356,10 +356,12 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the local lab thr
 # The lab's tests run on two labs at once: the local containers, and five fresh machines reached over
 # SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. The machine
 # mostly waits on JVMs, quiet periods and scrapes during a run, so the SSH lab's share (its lab-up,
-# two runs from two loadgen hosts, field report 2's four, the matrix's cells the local lab does not
-# run: tests/matrix_lab) leaves the suite's critical path: `make test` starts it first, beside lint,
-# the unit, report and contract tests and the local lab's share. Its lines are prefixed 'ssh-lab | ';
-# test-lab and test fail if either fails.
+# a vegeta run from two loadgen hosts, the lock, the matrix's cells the local lab does not run:
+# tests/matrix_lab) leaves the suite's critical path: `make test` starts it first, beside lint, the
+# unit, report and contract tests and the local lab's share. Field report 2's four wrk2 runs from two
+# loadgen hosts come last, once the local lab's share has ended: their arms that hold the rate must
+# not be INVALID, which a JIT starved by the local lab's runs made them (tests/labkit.py:
+# after_the_local_lab). Its lines are prefixed 'ssh-lab | '; test-lab and test fail if either fails.
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/bench_runs tests/sweep_lab
 SSH_LAB_TESTS := tests/ssh_lab tests/matrix_lab
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
@@ -418,7 +420,7 @@ test-local-lab: $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## Only th
 	$(BIN)/pytest -v -p no:cacheprovider --durations=15 $(LOCAL_LAB_TESTS)
 
 .PHONY: test-ssh-lab
-test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's share of test-lab: five fresh machines over SSH, lab-up, two runs from two loadgen hosts, field report 2, the matrix's other cells, lab-down
+test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's share of test-lab: five fresh machines over SSH, lab-up, runs from two loadgen hosts, the run lock, the matrix's other cells, field report 2, lab-down
 	PERFLAB_TEST_LAB=ssh $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS)
 
 .PHONY: bench-loadgen

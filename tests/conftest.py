@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import sshlab
-from labkit import INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, judged, make, new_run_dir, read_json, run_dirs, tail
+from labkit import (INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, judged, local_lab_session, make, new_run_dir, read_json,
+                    run_dirs, tail)
 
 
 @pytest.fixture(scope="session")
@@ -25,19 +26,21 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
             assert up.returncode == 0, "make lab-up on the SSH machines failed:\n" + tail(up.stdout, 120)
             yield up.stdout
         return
-    if not REUSE_LAB:
-        down = make("lab-down")
-        assert down.returncode == 0, tail(down.stdout)
-    up = make("lab-up")
-    assert up.returncode == 0, f"make lab-up INVENTORY={INVENTORY} failed:\n" + tail(up.stdout, 120)
-    # An operator's next command: lab-up returns once Prometheus has scraped every target, so none
-    # is "unknown" (issue 24: lab-status right after lab-up exited 2).
-    status = make("lab-status")
-    assert status.returncode == 0, "make lab-status right after make lab-up:\n" + tail(status.stdout, 40)
-    _wait_for_checks(request.config.pluginmanager.getplugin("capturemanager"))
-    yield up.stdout
-    if not REUSE_LAB:
-        make("lab-down")
+    # Beside the SSH lab's share, whose report 2 waits for this session to end (labkit.after_the_local_lab).
+    with local_lab_session():
+        if not REUSE_LAB:
+            down = make("lab-down")
+            assert down.returncode == 0, tail(down.stdout)
+        up = make("lab-up")
+        assert up.returncode == 0, f"make lab-up INVENTORY={INVENTORY} failed:\n" + tail(up.stdout, 120)
+        # An operator's next command: lab-up returns once Prometheus has scraped every target, so none
+        # is "unknown" (issue 24: lab-status right after lab-up exited 2).
+        status = make("lab-status")
+        assert status.returncode == 0, "make lab-status right after make lab-up:\n" + tail(status.stdout, 40)
+        _wait_for_checks(request.config.pluginmanager.getplugin("capturemanager"))
+        yield up.stdout
+        if not REUSE_LAB:
+            make("lab-down")
 
 
 # make test runs lint and the unit, report and contract tests beside the local lab's lab-up; they take
@@ -80,16 +83,20 @@ def short_run(lab: str) -> Path:
 # The order of the lab's tests, whatever the command line's: first those that read the lab as
 # lab-up leaves it (the database at its seed, before any run writes to it), then make watch, which
 # watches the shared short run as it happens (the first test to ask for it starts it: otherwise
-# watch would run one more of its own), then the rest; the lifecycle tests end with lab-down (on the
-# SSH lab, its own lab-down test).
+# watch would run one more of its own), then the rest; on the SSH lab, report 2 after the rest (it
+# waits for the local lab's share to end: labkit.after_the_local_lab); the lifecycle tests end with
+# lab-down (on the SSH lab, its own lab-down test).
 FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py")
 THEN = ("tests/watch/",)
+AFTER_THE_REST = ("tests/ssh_lab/test_ssh_lab.py::test_report_2_",)
 LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 
 
 def _lab_order(item: pytest.Item) -> int:
     path = item.nodeid.split("::")[0]
-    return 0 if path in FIRST else 1 if path.startswith(THEN) else 3 if path in LAST else 2
+    if item.nodeid.startswith(AFTER_THE_REST):
+        return 3
+    return 0 if path in FIRST else 1 if path.startswith(THEN) else 4 if path in LAST else 2
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from labkit import beside_measurements
 
 REPO = Path(__file__).resolve().parents[2]
 LAB_HOSTS = ("perflab-loadgen", "perflab-db", "perflab-app", "perflab-monitoring")
@@ -16,20 +15,18 @@ RECAP_LINE = re.compile(r"^(\S+)\s*:\s*((?:\w+=\d+\s*)+)$")
 
 
 def run_make(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
-    """Run `make ARGS` at the repository root; stdout and stderr together in .stdout. A target that loads the
-    machine waits for the SSH lab's measurement in progress (labkit.beside_measurements)."""
+    """Run `make ARGS` at the repository root; stdout and stderr together in .stdout."""
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    with beside_measurements(args[0] if args else ""):
-        return subprocess.run(
-            ["make", "--no-print-directory", *args],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+    return subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def play_recap(output: str) -> dict[str, dict[str, int]]:
