@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "lab")]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 
 from lab_helpers import base_image, play_recap, run_make, tail  # noqa: E402
 

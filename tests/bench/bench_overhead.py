@@ -21,6 +21,10 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from labkit import judged  # noqa: E402
+
 TARGET_BEYOND_LOAD_S = 20.0
 BENCH = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=20s", "WARMUP=10s")
 COMPARE = ("APPS=quarkus spring-mvc", "SCENARIO=plaintext-json", "RATE=500", "DURATION=20s", "WARMUP=10s")
@@ -40,7 +44,7 @@ def timed(target: str, variables: tuple[str, ...], timings: Path) -> tuple[float
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
     wall = time.time() - started
     runs = sorted(p for p in set(results_dir().iterdir()) - before if (p / "bench-inputs.json").is_file())
-    if done.returncode not in (0, 1) or not runs:  # 1: the judge's INVALID, a judged run all the same
+    if not judged(done) or not runs:  # an INVALID run is a judged run all the same (make exits 2 for it)
         print("\n".join(done.stdout.splitlines()[-60:]))
         raise SystemExit(f"bench-overhead: make {target} failed after {wall:.0f} s")
     lines = [json.loads(line) for line in timings.read_text().splitlines()] if timings.exists() else []
