@@ -1,7 +1,11 @@
 """Paths and facts the unit tests share."""
 
+import importlib.util
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 
 from perflab.model import load_document
 from perflab.rundir import BenchInputs
@@ -49,3 +53,18 @@ def vegeta_bytes(name: str) -> bytes:
 def bench_inputs(document: Mapping[str, object]) -> BenchInputs:
     """bench-inputs.json as perflab.rundir reads it, from the document a test writes as the bench does."""
     return load_document(BenchInputs, dict(document), unversioned=True)
+
+
+def host_program(path: Path) -> ModuleType:
+    """A program a role runs on lab hosts (roles/*/files/*.py: its own module, standard library only), imported."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_host_program(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """PATH run as its role's task runs it: `python3 -c <its source> ARGS` (e.g. roles/bench/vars/main.yml)."""
+    return subprocess.run([sys.executable, "-c", path.read_text(encoding="utf-8"), *args], capture_output=True,
+                          text=True, timeout=30, check=False)

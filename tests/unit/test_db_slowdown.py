@@ -5,25 +5,20 @@ DB_DELAY_MS there, tests/bench_runs)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from .helpers import host_program, run_host_program
+
 PROGRAM = Path(__file__).resolve().parents[2] / "roles" / "bench" / "files" / "db_slowdown.py"
-spec = importlib.util.spec_from_file_location("db_slowdown", PROGRAM)
-assert spec is not None and spec.loader is not None
-db_slowdown = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(db_slowdown)
+db_slowdown = host_program(PROGRAM)
 
 
 def slowdown(*args: str) -> subprocess.CompletedProcess[str]:
-    """As roles/bench/vars/main.yml's __bench_db_slowdown runs it."""
-    return subprocess.run([sys.executable, "-c", PROGRAM.read_text(), *args], capture_output=True, text=True,
-                          timeout=30, check=False)
+    return run_host_program(PROGRAM, *args)
 
 
 def state(pid: int) -> str | None:

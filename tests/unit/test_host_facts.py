@@ -3,25 +3,21 @@ memory, OS, kernel, and its tier's version read from what the tier installed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .helpers import host_program, run_host_program
+
 PROGRAM = Path(__file__).resolve().parents[2] / "roles" / "bench" / "files" / "host_facts.py"
-spec = importlib.util.spec_from_file_location("host_facts", PROGRAM)
-assert spec is not None and spec.loader is not None
-host_facts = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(host_facts)
+host_facts = host_program(PROGRAM)
 
 
 def facts(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PROGRAM.read_text(), *args], capture_output=True, text=True,
-                          timeout=30, check=False)
+    return run_host_program(PROGRAM, *args)
 
 
 def test_a_loadgen_host_gives_its_figures_then_its_record_on_one_line(tmp_path: Path) -> None:

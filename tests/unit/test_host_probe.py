@@ -3,19 +3,15 @@ limit where lower, from cgroup v1 or v2, and its clock; once on this machine as 
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from .helpers import host_program, run_host_program
+
 PROGRAM = Path(__file__).resolve().parents[2] / "roles" / "preflight" / "files" / "host_probe.py"
-spec = importlib.util.spec_from_file_location("host_probe", PROGRAM)
-assert spec is not None and spec.loader is not None
-host_probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(host_probe)
+host_probe = host_program(PROGRAM)
 
 MEMINFO = "MemTotal:       24576000 kB\nMemFree:        20000000 kB\n"
 V2 = "0::/system.slice/docker-abc.scope\n"
@@ -37,8 +33,8 @@ def test_the_memory_offered_is_the_lower_of_the_machines_and_its_containers_limi
 
 def test_the_probe_prints_this_machines_memory_then_its_clock_as_the_role_runs_it() -> None:
     before = time.time()
-    done = subprocess.run([sys.executable, "-c", PROGRAM.read_text()], capture_output=True, text=True, check=True,
-                          timeout=30)
+    done = run_host_program(PROGRAM)
+    assert done.returncode == 0, done.stderr
     after = time.time()
     memory, clock = done.stdout.splitlines()
     total_mb = int(Path("/proc/meminfo").read_text().split()[1]) // 1024

@@ -4,17 +4,13 @@ out, and once on this machine's own /proc/sys as the role runs it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from .helpers import host_program, run_host_program
+
 PROGRAM = Path(__file__).resolve().parents[2] / "roles" / "common" / "files" / "kernel_settings.py"
-spec = importlib.util.spec_from_file_location("kernel_settings", PROGRAM)
-assert spec is not None and spec.loader is not None
-kernel_settings = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernel_settings)
+kernel_settings = host_program(PROGRAM)
 
 
 def test_each_setting_is_missing_writable_or_read_only_with_its_value_folded(tmp_path: Path) -> None:
@@ -43,8 +39,8 @@ def test_the_governor_is_written_only_where_it_differs(tmp_path: Path) -> None:
 
 
 def test_the_probe_reads_this_machines_proc_sys_as_the_role_runs_it() -> None:
-    done = subprocess.run([sys.executable, "-c", PROGRAM.read_text(), "probe", "kernel.pid_max", "net.perflab.none"],
-                          capture_output=True, text=True, check=True, timeout=30)
+    done = run_host_program(PROGRAM, "probe", "kernel.pid_max", "net.perflab.none")
+    assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["net.perflab.none"]["state"] == "missing"
     assert found["kernel.pid_max"]["state"] in ("writable", "readonly")

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-import sys
 from pathlib import Path
+
+from .helpers import run_host_program
 
 PROGRAM = Path(__file__).resolve().parents[2] / "roles" / "loadgen" / "files" / "installed.py"
 
 
 def installed(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PROGRAM.read_text(), *args], capture_output=True, text=True,
-                          timeout=30, check=False)
+    return run_host_program(PROGRAM, *args)
 
 
 def test_the_commit_and_the_binarys_sha256_one_line_each(tmp_path: Path) -> None:
