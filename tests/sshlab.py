@@ -8,7 +8,8 @@ inventory/example with their addresses filled in, so every play runs as on cloud
 pipelining, user `debian`, `become` through sudo, no docker anywhere in the plays. The controller
 itself has no sudo here: a task that asked for privileges on the controller fails. The app gets
 the jlink image of the controller's JDK (app_jdk_source: jlink; real hosts may use a JDK tarball
-instead, which this machine cannot download). The machines share this machine's cores, unpinned.
+instead, which this machine cannot download). The machines share this machine's cores, unpinned,
+with the least CPU weight (YIELDING).
 
 Everything it creates (containers, network, the inventory and its key, secrets/<inventory>) goes
 away at the end; the image is kept."""
@@ -34,6 +35,10 @@ SSH_USER = "debian"
 SYSTEMD_FLAGS = ["--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
                  "--security-opt", "apparmor=unconfined", "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
                  "--tmpfs", "/run", "--tmpfs", "/run/lock", "--stop-signal", "SIGRTMIN+3"]
+# The machines yield the CPU to the local lab's containers, which make test runs beside them: the least CPU weight
+# (cpu.shares 2 against the local lab's 1024; the Makefile runs this lab's pytest at nice 19 too). The local lab's
+# runs are then measured as if alone, and this lab takes what they leave, which is most of the time.
+YIELDING = ["--cpu-shares", "2"]
 
 
 def docker(*args: str, check: bool = True, timeout: float = 600) -> str:
@@ -84,7 +89,7 @@ def remove_hosts() -> None:
 def start_host(image: str, host: str, public_key: str) -> str:
     """One SSH machine: systemd, sshd, a sudo user with our key; returns its address."""
     name = f"perflab-ssh-{host}"
-    docker("run", "-d", "--name", name, "--hostname", name, "--network", NETWORK, *SYSTEMD_FLAGS, image,
+    docker("run", "-d", "--name", name, "--hostname", name, "--network", NETWORK, *SYSTEMD_FLAGS, *YIELDING, image,
            "/lib/systemd/systemd")
     docker("exec", name, "sh", "-c",
            # systemd's bus appears a moment after the container starts.

@@ -1,7 +1,7 @@
 """Every app of the project on every scenario, each cell a short wrk2 run verified against the
 scenario's contract and complete without an error (tests/runkit.py). `make test-lab` runs these on
-the SSH lab, beside the local lab's tests: each cell runs once in the suite, here or where another
-test needs that very run.
+the local lab, among its other tests: each cell runs once in the suite, here or where another test
+needs that very run.
 
 | scenario       | quarkus                     | spring-mvc                   | spring-webflux              |
 | -------------- | --------------------------- | ---------------------------- | --------------------------- |

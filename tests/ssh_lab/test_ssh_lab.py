@@ -9,8 +9,9 @@ lab-down` last (test_ssh_lab_down.py). `make test-lab` runs it beside the local 
 Two loadgen hosts send one run: each its share of the rate from one agreed instant; the merged
 result counts exactly what the hosts sent, and the verdict and the attribution read both hosts;
 with wrk2 (each host's percentile table, merged into one histogram) and with vegeta (raw results,
-merged exactly). The machines share this machine's two cores, unpinned, with the local lab's:
-the verdict on the rate is judged against the shares each host recorded."""
+merged exactly). The machines share this machine's two cores, unpinned, with the local lab's, to
+which they yield (tests/sshlab.py): the verdict on the rate is judged against the shares each host
+recorded, and vegeta's 30 s timeout leaves no error to a machine that waited for the CPU."""
 from __future__ import annotations
 
 import gzip
