@@ -357,8 +357,8 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the local lab thr
 # SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. `make test`
 # starts the SSH lab's share first (its lab-up, a vegeta run from two loadgen hosts, the run lock),
 # beside lint, the unit, report and contract tests and the local lab's share, and yields the
-# machine to the local lab: its pytest runs at nice 19 and its machines with the least CPU weight
-# (tests/sshlab.py), so that the local lab's runs, whose figures its tests judge, are measured as if
+# machine to the local lab: its pytest runs at nice 19 and its machines with an eighth of the local
+# lab's CPU weight (tests/sshlab.py), so that the local lab's runs, whose figures its tests judge, are measured as if
 # alone. (Side by side at equal weight, a CI simulation's short run on the local lab kept 41 of 200
 # req/s, p99 33 s, the SSH lab's lock test deploying a JVM and running three ansible-playbooks.) The
 # SSH lab's own tests judge what such a machine records, not a quiet one. Field report 2, whose arms

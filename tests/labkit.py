@@ -52,7 +52,7 @@ def judged(done: subprocess.CompletedProcess[str]) -> bool:
 
 
 # The local and the SSH lab share this machine's two cores (make test runs them side by side, beside the checks).
-# The SSH lab yields the CPU to the local lab (its pytest at nice 19, its machines at the least CPU weight:
+# The SSH lab yields the CPU to the local lab (its pytest at nice 19, its machines at an eighth of its CPU weight:
 # tests/sshlab.py), whose tests judge its runs' figures; the SSH lab's tests judge what its own runs recorded
 # (the counts two loadgen hosts merge, the lock), not a quiet machine. One measurement of the SSH lab asks for a
 # quiet machine: field report 2's arms that hold the rate must not be INVALID. CI simulations beside the local

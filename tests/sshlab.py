@@ -9,7 +9,7 @@ pipelining, user `debian`, `become` through sudo, no docker anywhere in the play
 itself has no sudo here: a task that asked for privileges on the controller fails. The app gets
 the jlink image of the controller's JDK (app_jdk_source: jlink; real hosts may use a JDK tarball
 instead, which this machine cannot download). The machines share this machine's cores, unpinned,
-with the least CPU weight (YIELDING).
+with an eighth of the local lab's CPU weight (YIELDING).
 
 Everything it creates (containers, network, the inventory and its key, secrets/<inventory>) goes
 away at the end; the image is kept."""
@@ -35,10 +35,11 @@ SSH_USER = "debian"
 SYSTEMD_FLAGS = ["--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
                  "--security-opt", "apparmor=unconfined", "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
                  "--tmpfs", "/run", "--tmpfs", "/run/lock", "--stop-signal", "SIGRTMIN+3"]
-# The machines yield the CPU to the local lab's containers, which make test runs beside them: the least CPU weight
-# (cpu.shares 2 against the local lab's 1024; the Makefile runs this lab's pytest at nice 19 too). The local lab's
-# runs are then measured as if alone, and this lab takes what they leave, which is most of the time.
-YIELDING = ["--cpu-shares", "2"]
+# The machines yield the CPU to the local lab's containers, which make test runs beside them: an eighth of their CPU
+# weight (cpu.shares 128 against 1024; the Makefile runs this lab's pytest at nice 19 too). The local lab's runs are
+# then measured nearly as if alone, and this lab takes what they leave, which is most of the time. At the least
+# weight (2), sudo on all five machines missed Ansible's 12 s for its prompt beside the local lab's lab-up.
+YIELDING = ["--cpu-shares", "128"]
 
 
 def docker(*args: str, check: bool = True, timeout: float = 600) -> str:
@@ -117,6 +118,9 @@ def write_inventory(directory: Path, addresses: dict[str, str], key: Path) -> No
         "ansible_ssh_private_key_file": str(key),
         # Fresh machines with throwaway host keys.
         "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        # Machines that yield the CPU (YIELDING) answer late while the local lab is busy: sudo's prompt took
+        # more than the default 10 s (+2) on all five at once, beside the local lab's lab-up and the checks.
+        "ansible_ssh_timeout": 60,
     }))
     lab_settings = directory / "group_vars" / "all" / "lab.yml"
     lab_settings.write_text(lab_settings.read_text()
