@@ -135,9 +135,16 @@ def two_loadgen_hosts_send_one_vegeta_run_merged_exactly(inventory: str, prometh
         targets = json.load(answer)["data"]["activeTargets"]
     assert not [t for t in targets if t["labels"].get("job") == "vegeta"], targets
     per_host = {host: sent(run_dir / f"vegeta-measure.{host}.jsonl.gz") for host in LOADGENS}
-    # Each host sent its half of the rate for the whole phase, and the merged count is their sum.
-    assert per_host == {host: RATE // 2 * 10 for host in LOADGENS}, per_host
+    # The merge counts exactly what each host sent, and their sum.
+    shares = {share["host"]: share["requests"] for share in result["loadgen_shares"]}
+    assert per_host == shares, (per_host, shares)
     assert result["requests"] == sum(per_host.values()), (result["requests"], per_host)
+    # A host that kept up sent its half of the rate for the whole phase. One that waited for the CPU fell
+    # behind and sent fewer, which the verdict names (judged_on_both_hosts): a CI simulation's hosts sent 163
+    # and 161 of 250 each, vegeta's workers busy with answers 0.5 s late, "short of its share: loadgen1, loadgen2".
+    rules = {rule["rule"]: rule for rule in read_json(run_dir / "audit.json")["rules"]}
+    if rules["achieved_rate"]["status"] == "VALID":
+        assert per_host == {host: RATE // 2 * 10 for host in LOADGENS}, per_host
 
 
 def test_lab_up_scrapes_every_host_and_again_changes_nothing_over_ssh(addresses: dict[str, str]) -> None:
