@@ -355,17 +355,19 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the local lab thr
 
 # The lab's tests run on two labs at once: the local containers, and five fresh machines reached over
 # SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. `make test`
-# starts the SSH lab's share first (its lab-up, a vegeta run from two loadgen hosts, the run lock),
-# beside lint, the unit, report and contract tests and the local lab's share, and yields the
+# starts the SSH lab's share first (its lab-up, a vegeta run from two loadgen hosts, the lock taken
+# over), beside lint, the unit, report and contract tests and the local lab's share, and yields the
 # machine to the local lab: its pytest runs at nice 19 and its machines with an eighth of the local
-# lab's CPU weight (tests/sshlab.py), so that the local lab's runs, whose figures its tests judge, are measured as if
-# alone. (Side by side at equal weight, a CI simulation's short run on the local lab kept 41 of 200
-# req/s, p99 33 s, the SSH lab's lock test deploying a JVM and running three ansible-playbooks.) The
-# SSH lab's own tests judge what such a machine records, not a quiet one. Field report 2, whose arms
-# that hold the rate must not be INVALID, comes last, once the local lab's share has ended
-# (tests/labkit.py: after_the_local_lab); its four wrk2 runs from two loadgen hosts are checked for
-# what each host sent and what the merge holds. Its lines are prefixed 'ssh-lab | '; test-lab and
-# test fail if either fails.
+# lab's CPU weight (tests/sshlab.py), so that the local lab's runs, whose figures its tests judge,
+# are measured nearly as if alone. (Side by side at equal weight, a CI simulation's short run on the
+# local lab kept 41 of 200 req/s, p99 33 s, while the SSH lab deployed a JVM and ran three
+# ansible-playbooks.) The SSH lab's own tests there judge what such a machine records, not a quiet
+# one. Two of its measurements need a quiet machine and come last, once the local lab's share has
+# ended (tests/labkit.py: after_the_local_lab): the lock test's first run, whose statements per
+# request show that the refused runs left the app alone, and field report 2, whose arms that hold the
+# rate must not be INVALID (its four wrk2 runs from two loadgen hosts are checked for what each host
+# sent and what the merge holds). Its lines are prefixed 'ssh-lab | '; test-lab and test fail if
+# either fails.
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/matrix_lab tests/bench_runs tests/sweep_lab
 SSH_LAB_TESTS := tests/ssh_lab
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results

@@ -54,13 +54,14 @@ def judged(done: subprocess.CompletedProcess[str]) -> bool:
 # The local and the SSH lab share this machine's two cores (make test runs them side by side, beside the checks).
 # The SSH lab yields the CPU to the local lab (its pytest at nice 19, its machines at an eighth of its CPU weight:
 # tests/sshlab.py), whose tests judge its runs' figures; the SSH lab's tests judge what its own runs recorded
-# (the counts two loadgen hosts merge, the lock), not a quiet machine. One measurement of the SSH lab asks for a
-# quiet machine: field report 2's arms that hold the rate must not be INVALID. CI simulations beside the local
-# lab's runs failed it twice: WebFlux's arm timed out 34 of 9,044 requests (5 s of warm-up), then 8 of 9,072
-# (20 s), the JIT compiling for 86% of its window. So report 2 is measured after the local lab's share
-# (after_the_local_lab): the local lab's session holds this lock shared from its lab-up to its lab-down
-# (conftest: lab), and report 2 takes it whole. Serializing every run of both labs instead cost CI 40 minutes
-# (its 90 ran out).
+# (the counts two loadgen hosts merge, the verdict against each host's share), not a quiet machine. Two of its
+# measurements ask for a quiet machine, and are made after the local lab's share (after_the_local_lab): field
+# report 2, whose arms that hold the rate must not be INVALID (CI simulations beside the local lab's runs failed
+# it twice: WebFlux's arm timed out 34 of 9,044 requests, then 8 of 9,072, the JIT compiling for 86% of its
+# window), and the lock test's first run, whose statements per request are the contract's (beside the local
+# lab's run driven past its CPU, one read 1.05 selects per request: requests in flight at the window's bounds).
+# The local lab's session holds this lock shared from its lab-up to its lab-down (conftest: lab), and they take
+# it whole. Serializing every run of both labs instead cost CI 40 minutes (its 90 ran out).
 MEASUREMENTS_LOCK = Path(tempfile.gettempdir()) / "perflab-test-measurements.lock"
 
 

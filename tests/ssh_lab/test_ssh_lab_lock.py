@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from labkit import (INVENTORY, LAB_LOCK, RESULTS, ROOT, SSH_LAB, in_measured_phase, judged, lab_lock, new_run_dir,
-                    on_host, read_json, run_dirs, tail)
+from labkit import (INVENTORY, LAB_LOCK, RESULTS, ROOT, SSH_LAB, after_the_local_lab, in_measured_phase, lab_lock,
+                    new_run_dir, on_host, read_json, run_dirs, tail)
 from labkit import make as run_make
 
 pytestmark = pytest.mark.skipif(not SSH_LAB, reason="the SSH lab's tests run with PERFLAB_TEST_LAB=ssh (make test-lab)")
 RATE = 50  # one the SSH lab's machines sustain, sharing two cores (test_ssh_lab.py)
-# The first run is vegeta's, whose timeout is 30 s: this lab yields the CPU to the local lab's runs beside it
-# (tests/sshlab.py), and wrk2 counts a request unanswered for 2 s as a timeout, an error that no intruder caused.
-# 30 s measured: enough requests for the statements per request to be judged even where vegeta fell behind (a
-# CI simulation's 10 s two-host run here kept 65% of 50 req/s: 324 requests, the DB's own 10 statements between
-# two readings at rest more than half the rule's tolerance, "not evaluated").
+# The first run is vegeta's (a 30 s timeout, not wrk2's 2 s), measured after the local lab's share
+# (labkit.after_the_local_lab): its statements per request are the evidence that the intruders left the app alone,
+# and a machine busy with the local lab's runs blurs them. Beside the local lab's run driven past its CPU, a CI
+# simulation's first run kept 54% of its rate with p99 9.9 s, and its requests in flight at the window's bounds
+# read as 1.05 selects per request (same_db_work INVALID), though no intruder had sent one.
 
 BUSY = re.compile(r"perflab: the lab is busy: run (\S+) \(([^)]*)\) of (\S+)@(\S+?)(?: \(process \d+\))? holds it since (\S+),")
 
@@ -47,11 +47,21 @@ def refusal(done: subprocess.CompletedProcess[str]) -> re.Match[str]:
     return found
 
 
-def test_a_second_run_5_s_later_and_a_third_in_the_measured_phase_are_refused_and_the_first_is_unharmed(lab: str) -> None:
+def test_a_second_run_5_s_later_and_a_third_in_the_measured_phase_are_refused_and_the_first_is_unharmed(
+        lab: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def say(line: str) -> None:
+        with capsys.disabled():
+            print(f"\n{line}", flush=True)
+
+    with after_the_local_lab(say):
+        first_run_unharmed()
+
+
+def first_run_unharmed() -> None:
     before = run_dirs()
     first = subprocess.Popen(
         ["make", "--no-print-directory", "bench", f"INVENTORY={INVENTORY}", "APP=quarkus", "SCENARIO=zipcodes",
-         "TOOL=vegeta", f"RATE={RATE}", "DURATION=30s", "WARMUP=5s"],
+         "TOOL=vegeta", f"RATE={RATE}", "DURATION=20s", "WARMUP=5s"],
         cwd=ROOT, env={**os.environ, "ANSIBLE_NOCOLOR": "1", "PERFLAB_RESULTS_DIR": str(RESULTS)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     intruders: dict[str, subprocess.CompletedProcess[str]] = {}
@@ -65,8 +75,7 @@ def test_a_second_run_5_s_later_and_a_third_in_the_measured_phase_are_refused_an
         intruders["5 s later"] = run_make("bench", "APP=quarkus", "SCENARIO=zipcodes", f"RATE={RATE}", "DURATION=10s",
                                           "WARMUP=0s")
         output = first.communicate(timeout=900)[0]
-    # Judged, whatever its verdict on the rate (below).
-    assert judged(subprocess.CompletedProcess(first.args, first.returncode, output)), tail(output)
+    assert first.returncode == 0, tail(output)
     run = new_run_dir(before)
     assert set(intruders) == {"5 s later", "measure", "db-reset"}, tail(output)
     for name, done in intruders.items():
@@ -75,14 +84,12 @@ def test_a_second_run_5_s_later_and_a_third_in_the_measured_phase_are_refused_an
         assert "nothing was changed" in " ".join(done.stdout.split()), (name, tail(done.stdout))
     assert lab_lock() is None, "the lock is released at the run's end"
 
-    # The first run is unharmed: complete, without an error (a DB reset or a second run's deploy in its window
-    # would have failed requests), and the app answered only it: the verify phase's contract held and the
-    # run's statements per request are the contract's (another run's requests would have doubled them). Its
-    # verdict on the rate is not asserted: it depends on what the local lab runs beside it on the same cores
-    # (a CI simulation: 85% of the rate while the local lab ran its failure tests).
+    # The first run is unharmed: judged VALID or WARN at its rate, without an error (a DB reset or a second run's
+    # deploy in its window would have failed requests), and the app answered only it: the verify phase's contract
+    # held and the run's statements per request are the contract's (another run's requests would have doubled them).
     status, result = read_json(run / "status.json"), read_json(run / "result.json")
-    assert status["status"] == "complete", status
-    assert result["requests"] > 0 and not any(result["errors"].values()), result
+    assert status["verdict"] in ("VALID", "WARN"), status
+    assert 0.95 * RATE <= result["achieved_rate"] <= 1.05 * RATE and not any(result["errors"].values()), result
     rules = {rule["rule"]: rule for rule in read_json(run / "audit.json")["rules"]}
     assert rules["same_db_work"]["status"] == "VALID", rules["same_db_work"]
 
