@@ -1,7 +1,7 @@
 """Every app of the project on every scenario, each cell a short wrk2 run verified against the
-scenario's contract and complete without an error (tests/runkit.py). `make test-lab` runs these on
-the local lab, among its other tests: each cell runs once in the suite, here or where another test
-needs that very run.
+scenario's contract and complete without an error (tests/runkit.py). `make test-bench` runs these
+with the bench runs, on any lab (not `make test`: its 23 min of runs took CI past its 90 minutes);
+each cell runs once, here or where another test needs that very run.
 
 | scenario       | quarkus                     | spring-mvc                   | spring-webflux              |
 | -------------- | --------------------------- | ---------------------------- | --------------------------- |

@@ -66,8 +66,16 @@ def test_no_techempower_checkout_is_refused(sources: tuple[Path, Path, Path], tm
     archive, _, defaults = sources
     done = needs(defaults, tmp_path / "nowhere", str(archive))
     assert done.returncode == 2
-    assert done.stderr == ("perflab: make test measures TechEmpower's Quarkus beside ours (tests/matrix_lab) and has no "
-                           f"checkout of theirs at {tmp_path / 'nowhere'}: set PERFLAB_TFB_DIR=/path/to/FrameworkBenchmarks\n")
+    assert done.stderr == ("perflab: make test-bench measures TechEmpower's Quarkus beside ours (tests/matrix_lab) and has "
+                           f"no checkout of theirs at {tmp_path / 'nowhere'}: set PERFLAB_TFB_DIR=/path/to/FrameworkBenchmarks\n")
+
+
+def test_without_a_techempower_checkout_to_check_none_is_asked_for(sources: tuple[Path, Path, Path]) -> None:
+    """make test runs no matrix (make test-bench does): it names no checkout, and none is needed."""
+    archive, _, defaults = sources
+    env = {**os.environ, "PERFLAB_WRK2_ARCHIVE": str(archive)}
+    done = subprocess.run([str(SCRIPT), str(defaults)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done
 
 
 def test_make_test_and_test_lab_check_first() -> None:
