@@ -11,7 +11,7 @@ awk '
   function flush() { if (header == "") return; print header
     for (i = 1; i <= n; i++) if (i <= 2 || i > n - 4) print substr(lines[i], 1, 400); else if (i == 3) print "E       ..."
     header = ""; n = 0 }
-  /^_{3,} .* _{3,}$/ { flush(); header = $0; next }
+  /^___+ .* ___+$/ { flush(); header = $0; next }  # no {3,}: mawk, the awk of Debian, has no intervals
   /^E   / && header != "" && $0 !~ /^E +$/ { lines[++n] = $0; next }
   /^(FAILED|ERROR) / { flush(); print substr($0, 1, 400) }
   END { flush() }
