@@ -346,34 +346,35 @@ watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), 
 	exec $(BIN)/perflab watch --prometheus "$$url" $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: test-bench
-test-bench: $(VENV_STAMP) ## The benchmark runs, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): test-lab's (every app on zipcodes, books-orders twice with REPEAT=2, verify refusals, bad input, netem removal) and the matrix's other cells, which make test leaves out (tests/matrix_lab: every app on every scenario, ours beside TechEmpower's Quarkus on plaintext-json)
+test-bench: $(VENV_STAMP) ## The benchmark runs, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): test-lab's (every app on zipcodes, books-orders twice with REPEAT=2, verify refusals, bad input, netem removal, faults mid-run) and the matrix's other cells, which make test leaves out (tests/matrix_lab: every app on every scenario, ours beside TechEmpower's Quarkus on plaintext-json)
 	@scripts/test-needs.sh roles/loadgen/defaults/main.yml "$(PERFLAB_TFB_DIR)"
-	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs tests/matrix_lab
+	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs tests/fault_runs tests/matrix_lab
 
 .PHONY: test-reproduce
-test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 on the local lab through make reproduce (make test runs it on the SSH lab): the thread cap INVALID and attributed to the request threads, the others holding the rate
+test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reproduce, on the local lab or PERFLAB_TEST_INVENTORY's (not in make test: its arms need the machine to themselves): the thread cap INVALID and attributed to the request threads, the others holding the rate
 	$(BIN)/pytest -v -p no:cacheprovider tests/reproduce_lab
 
 # The lab's tests run on two labs at once: the local containers, and five fresh machines reached over
 # SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. `make test`
-# starts the SSH lab's share first (its lab-up, a vegeta run from two loadgen hosts, the lock taken
-# over), beside lint, the unit, report and contract tests and the local lab's share, and yields the
+# starts the SSH lab's share first (its lab-up, a vegeta and a wrk2 run from two loadgen hosts, faults
+# in a run's measured phase, the lock taken over), beside lint, the unit, report and contract tests and the local lab's share, and yields the
 # machine to the local lab: its pytest runs at nice 19 and its machines with an eighth of the local
 # lab's CPU weight (tests/sshlab.py), so that the local lab's runs, whose figures its tests judge,
 # are measured nearly as if alone. (Side by side at equal weight, a CI simulation's short run on the
 # local lab kept 41 of 200 req/s, p99 33 s, while the SSH lab deployed a JVM and ran three
 # ansible-playbooks.) The SSH lab's own tests there judge what such a machine records, not a quiet
-# one. Two of its measurements need a quiet machine and come last, once the local lab's share has
-# ended (tests/labkit.py: after_the_local_lab): the lock test's first run, whose statements per
-# request show that the refused runs left the app alone, and field report 2, whose arms that hold the
-# rate must not be INVALID (its four wrk2 runs from two loadgen hosts are checked for what each host
-# sent and what the merge holds). Its lines are prefixed 'ssh-lab | '; test-lab and test fail if
-# either fails.
+# one: the shares two loadgen hosts sent and merged, and the faults a run's verdict names
+# (tests/fault_runs, which judge no figure: on the local lab they were 11 of its minutes). One of its
+# measurements needs a quiet machine and comes last, once the local lab's share has ended
+# (tests/labkit.py: after_the_local_lab): the lock test's first run, whose statements per request show
+# that the refused runs left the app alone. (Field report 2, whose arms must hold their rate, is make
+# test-reproduce's: after the local lab's share it took CI past its 90 minutes.) Its lines are
+# prefixed 'ssh-lab | '; test-lab and test fail if either fails.
 # tests/matrix_lab (every app of the project on every scenario, ours beside TechEmpower's Quarkus: 23 min of runs
 # here) is not in them: `make test-bench` runs it. Beside the rest it fails (its cells assert VALID runs without an
 # error, which a busy machine denies), and after the rest it took CI past its 90 minutes.
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/bench_runs tests/sweep_lab
-SSH_LAB_TESTS := tests/ssh_lab
+SSH_LAB_TESTS := tests/ssh_lab tests/fault_runs
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
 
 # The SSH lab's share in the background (its exit status in SSH_LAB_RESULTS/exit-status), then the
@@ -420,7 +421,7 @@ lab-prereqs:
 	@scripts/apt-need.sh "the lab tests (make watch in tmux, probes)" tmux procps iproute2 curl openssl
 
 .PHONY: test-lab
-test-lab: test-needs $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, books-orders twice, a sweep, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, the run lock, field report 2 once the local lab's share has ended)
+test-lab: test-needs $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, books-orders twice, a sweep, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, faults mid-run, the run lock)
 	@$(start_ssh_lab) \
 	$(MAKE) --no-print-directory $(BUILT) test-local-lab; \
 	$(wait_ssh_lab)
@@ -430,7 +431,7 @@ test-local-lab: $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## Only th
 	$(BIN)/pytest -v -p no:cacheprovider --durations=15 $(LOCAL_LAB_TESTS)
 
 .PHONY: test-ssh-lab
-test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's share of test-lab: five fresh machines over SSH, lab-up, runs from two loadgen hosts, the run lock, field report 2, lab-down
+test-ssh-lab: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Only the SSH lab's share of test-lab: five fresh machines over SSH, lab-up, runs from two loadgen hosts, faults mid-run, the run lock, lab-down
 	PERFLAB_TEST_LAB=ssh $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS)
 
 .PHONY: bench-loadgen

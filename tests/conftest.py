@@ -26,7 +26,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
             assert up.returncode == 0, "make lab-up on the SSH machines failed:\n" + tail(up.stdout, 120)
             yield up.stdout
         return
-    # Beside the SSH lab's share, whose report 2 and lock test wait for this session to end (labkit.after_the_local_lab).
+    # Beside the SSH lab's share, whose lock test waits for this session to end (labkit.after_the_local_lab).
     with local_lab_session():
         if not REUSE_LAB:
             down = make("lab-down")
@@ -83,13 +83,12 @@ def short_run(lab: str) -> Path:
 # The order of the lab's tests, whatever the command line's: first those that read the lab as
 # lab-up leaves it (the database at its seed, before any run writes to it), then make watch, which
 # watches the shared short run as it happens (the first test to ask for it starts it: otherwise
-# watch would run one more of its own), then the rest; on the SSH lab, the lock test's first run and
-# report 2 after the rest (they wait for the local lab's share to end: labkit.after_the_local_lab);
+# watch would run one more of its own), then the rest; on the SSH lab, the lock test's first run
+# after the rest (it waits for the local lab's share to end: labkit.after_the_local_lab);
 # the lifecycle tests end with lab-down (on the SSH lab, its own lab-down test).
 FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py")
 THEN = ("tests/watch/",)
-AFTER_THE_REST = ("tests/ssh_lab/test_ssh_lab_lock.py::test_a_second_run_5_s_later",
-                  "tests/ssh_lab/test_ssh_lab.py::test_report_2_")
+AFTER_THE_REST = ("tests/ssh_lab/test_ssh_lab_lock.py::test_a_second_run_5_s_later",)
 LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 
 

@@ -54,12 +54,13 @@ def judged(done: subprocess.CompletedProcess[str]) -> bool:
 # The local and the SSH lab share this machine's two cores (make test runs them side by side, beside the checks).
 # The SSH lab yields the CPU to the local lab (its pytest at nice 19, its machines at an eighth of its CPU weight:
 # tests/sshlab.py), whose tests judge its runs' figures; the SSH lab's tests judge what its own runs recorded
-# (the counts two loadgen hosts merge, the verdict against each host's share), not a quiet machine. Two of its
-# measurements ask for a quiet machine, and are made after the local lab's share (after_the_local_lab): field
-# report 2, whose arms that hold the rate must not be INVALID (CI simulations beside the local lab's runs failed
-# it twice: WebFlux's arm timed out 34 of 9,044 requests, then 8 of 9,072, the JIT compiling for 86% of its
-# window), and the lock test's first run, whose statements per request are the contract's (beside the local
-# lab's run driven past its CPU, one read 1.05 selects per request: requests in flight at the window's bounds).
+# (the counts two loadgen hosts merge, the verdict against each host's share), not a quiet machine. One of its
+# measurements asks for a quiet machine, and is made after the local lab's share (after_the_local_lab): the lock
+# test's first run, whose statements per request are the contract's (beside the local lab's run driven past its
+# CPU, one read 1.05 selects per request: requests in flight at the window's bounds). (Field report 2, whose arms
+# that hold the rate must not be INVALID, was the other: after the local lab's share it took CI past its 90
+# minutes, and beside it CI simulations failed it twice, WebFlux's arm timing out 34 of 9,044 requests, the JIT
+# compiling for 86% of its window. It is make test-reproduce's, on a lab of its own: report_2_reproduced.)
 # The local lab's session holds this lock shared from its lab-up to its lab-down (conftest: lab), and they take
 # it whole. Serializing every run of both labs instead cost CI 40 minutes (its 90 ran out).
 MEASUREMENTS_LOCK = Path(tempfile.gettempdir()) / "perflab-test-measurements.lock"

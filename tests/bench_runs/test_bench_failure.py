@@ -3,8 +3,8 @@ delay on the db host. The failure: a measured phase that overruns its time limit
 (bench_phase_grace_s < 0), a real failure path of the bench with no test hook in it. And an app
 that breaks the contract is refused by the verify phase before any load. A run interrupted with
 Ctrl-C in its measured phase leaves its generator running: the next run stops it first, says so,
-and measures alone. A host gone is named before a run opens. Faults in the measured phase (the DB
-stopped, the app's JVM killed, Prometheus stopped) end in a verdict that names them."""
+and measures alone. A host gone is named before a run opens. (Faults in the measured phase, and the
+results directory full: tests/fault_runs, which make test runs on the SSH lab.)"""
 from __future__ import annotations
 
 import json
@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from bench_helpers import INVENTORY, RESULTS, ROOT, loadgen_lock, new_run_dir, on_host, read_json, run_dirs, run_make, tail
-from labkit import INVALID_LINE, in_measured_phase, judged, lab_lock
+from labkit import lab_lock
 
 
 def _netem_works() -> bool:
@@ -151,103 +151,3 @@ def test_a_host_gone_is_named_in_one_line_before_a_run_opens(tmp_path: Path) -> 
     lines = [line for line in done.stdout.splitlines() if "Unreachable:" in line]
     assert len(lines) == 1 and f"{name} (tier loadgen) at perflab-gone-host.invalid" in lines[0], tail(done.stdout)
     assert run_dirs() == before, "no results directory for a run that cannot reach its hosts"
-
-
-def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tuple[Path, str, int]:
-    """A run during whose measured phase FAULT runs on HOST 16 s after its generator started (past
-    wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened."""
-    before = run_dirs()
-    try:
-        with in_measured_phase(lambda: on_host(host, fault), after_s=16) as injected:
-            done = run_make("bench", *variables, "RATE=100", "DURATION=20s", "WARMUP=5s")
-    finally:
-        on_host(host, repair)
-    assert injected, f"the fault never ran: no measured phase seen\n{tail(done.stdout)}"
-    assert judged(done), tail(done.stdout)  # VALID or WARN (0), or INVALID (make's 2 and its line)
-    return new_run_dir(before), done.stdout, done.returncode
-
-
-def _rules(run: Path) -> dict[str, dict[str, str]]:
-    return {rule["rule"]: rule for rule in read_json(run / "audit.json")["rules"]}
-
-
-def test_the_db_stopped_mid_run_is_invalid_with_its_errors_and_the_outage_named() -> None:
-    run, output, code = _run_with_fault("db[0]", "systemctl stop mariadb", "systemctl start mariadb",
-                                        "APP=quarkus", "SCENARIO=zipcodes")
-    assert read_json(run / "status.json")["status"] == "complete", tail(output)
-    audit, rules = read_json(run / "audit.json"), _rules(run)
-    assert audit["status"] == "INVALID", audit
-    # make bench fails for it (make's 2), and says why.
-    assert code == 2 and f"perflab: make bench: run {run.name} {INVALID_LINE}" in output, tail(output)
-    assert rules["no_errors"]["status"] == "INVALID", rules["no_errors"]
-    assert rules["db_up"]["status"] == "INVALID" and "the DB was down for" in rules["db_up"]["evidence"], rules["db_up"]
-    assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
-    sessions = read_json(run / "db-sessions.json")
-    assert "unavailable" in sessions or sessions.get("sessions") is not None, sessions
-    attribution = read_json(run / "attribution.json")
-    assert attribution["limiting_tier"] == "db" and "the DB was down" in attribution["sentence"], attribution
-    assert "kept up" not in attribution["sentence"], attribution
-
-
-def test_the_app_killed_mid_run_is_invalid_and_its_restart_is_named() -> None:
-    run, output, code = _run_with_fault("app[0]", "systemctl kill -s KILL perflab-app", "true",
-                                        "APP=quarkus", "SCENARIO=greeting")
-    audit, rules = read_json(run / "audit.json"), _rules(run)
-    assert audit["status"] == "INVALID" and code == 2 and INVALID_LINE in output, (audit, tail(output))
-    restarted = rules["app_not_restarted"]
-    assert restarted["status"] == "INVALID" and "the app restarted" in restarted["evidence"], restarted
-    sentence = read_json(run / "attribution.json")["sentence"]
-    assert sentence.startswith("the app restarted") and "kept up" not in sentence, sentence
-
-
-def test_prometheus_stopped_mid_run_leaves_rules_not_evaluated_and_claims_no_health() -> None:
-    run, output, _ = _run_with_fault("monitoring[0]", "systemctl stop prometheus", "systemctl start prometheus",
-                                     "APP=quarkus", "SCENARIO=greeting")
-    rules = _rules(run)
-    for name in ("app_not_restarted", "db_up"):
-        assert rules[name]["status"] == "NOT_EVALUATED" and "Prometheus" in rules[name]["evidence"], rules[name]
-    assert "not saturated" not in rules["app_is_bottleneck"]["evidence"], rules["app_is_bottleneck"]
-    sentence = read_json(run / "attribution.json")["sentence"]
-    assert "no tier was saturated" not in sentence and "cannot be told" in sentence, sentence
-
-
-def test_results_full_or_read_only_are_refused_before_the_run_and_filling_up_mid_run_is_recorded(tmp_path: Path) -> None:
-    """RESULTS= on a 1 MiB tmpfs: the run's files would not fit (refused, naming the room and the
-    need); the same read-only: refused as not writable. Nothing changed: no run directory, no lock.
-    Then RESULTS filling up in the measured phase: the failed step recorded, the real path named."""
-    tiny = tmp_path / "tiny"
-    tiny.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tiny)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"this controller cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=10s", "WARMUP=0s",
-                        f"RESULTS={tiny}", timeout=600)
-        assert done.returncode != 0, tail(done.stdout)
-        text = " ".join(done.stdout.split())
-        assert re.search(rf"bench: the results directory {tiny} has 1\.0 MiB free; this run needs about \d+\.\d MiB "
-                         r"\((wrk2|vegeta) at 100 req/s for 10 s\): nothing was changed", text), tail(done.stdout)
-        subprocess.run(["mount", "-o", "remount,ro", str(tiny)], check=True)
-        done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=10s", "WARMUP=0s",
-                        f"RESULTS={tiny}", timeout=600)
-        text = " ".join(done.stdout.split())
-        assert done.returncode != 0 and f"bench: the results directory {tiny} cannot be written" in text, tail(done.stdout)
-        assert "Read-only file system" in text, tail(done.stdout)
-        assert not list(tiny.iterdir()) and lab_lock() is None
-        # Room for the run (3 MiB), filled 3 s into its measured phase: the failed step is recorded
-        # with its reason, in the real results directory, the files removed to make room named.
-        subprocess.run(["mount", "-o", "remount,rw,size=3m", str(tiny)], check=True)
-        with in_measured_phase(lambda: subprocess.run(["dd", "if=/dev/zero", f"of={tiny}/filler", "bs=64k"],
-                                                      capture_output=True, check=False), after_s=3) as filled:
-            done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=15s", "WARMUP=0s",
-                            f"RESULTS={tiny}", timeout=600)
-        assert filled and done.returncode != 0, tail(done.stdout)
-        (run,) = [p for p in tiny.iterdir() if p.is_dir()]
-        assert f"bench: the run failed; {run}/status.json says why." in " ".join(done.stdout.split()), tail(done.stdout)
-        status = read_json(run / "status.json")
-        assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
-        assert re.match(r"The results directory ran out of room: the run's files \S.* were removed to record this\. ",
-                        status["reason"]) and "No space left on device" in status["reason"], status
-        assert lab_lock() is None and not loadgen_lock()["alive"]
-    finally:
-        subprocess.run(["umount", str(tiny)], check=False)

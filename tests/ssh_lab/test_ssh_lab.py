@@ -1,17 +1,18 @@
 """The SSH lab (tests/sshlab.py: five machines reached over SSH as a sudo user, as inventory/example
 describes a lab, two of them loadgen hosts), the session's lab with PERFLAB_TEST_LAB=ssh: `make
 lab-up` from nothing (tests/conftest.py: `lab`), every host scraped, a second lab-up that changes
-nothing, `make lab-status`, a `make bench` run that both loadgen hosts send together with vegeta,
-and field report 2 (`make reproduce REPORT=2`), whose four wrk2 runs both loadgen hosts send; `make
-lab-down` last (test_ssh_lab_down.py). `make test-lab` runs it beside the local lab's tests; report
-2 after the local lab's share has ended (labkit.after_the_local_lab).
+nothing, `make lab-status`, and a `make bench` run that both loadgen hosts send together, with
+vegeta and with wrk2; `make lab-down` last (test_ssh_lab_down.py). `make test-lab` runs it beside
+the local lab's tests.
 
 Two loadgen hosts send one run: each its share of the rate from one agreed instant; the merged
 result counts exactly what the hosts sent, and the verdict and the attribution read both hosts;
 with wrk2 (each host's percentile table, merged into one histogram) and with vegeta (raw results,
 merged exactly). The machines share this machine's two cores, unpinned, with the local lab's, to
 which they yield (tests/sshlab.py): the verdict on the rate is judged against the shares each host
-recorded, and vegeta's 30 s timeout leaves no error to a machine that waited for the CPU."""
+recorded, and vegeta's 30 s timeout leaves no error to a machine that waited for the CPU. (Field
+report 2, four wrk2 runs from both hosts whose arms must hold the rate on a quiet machine, is `make
+test-reproduce`'s, on either lab: after the local lab's share here it took CI past its 90 minutes.)"""
 from __future__ import annotations
 
 import gzip
@@ -24,8 +25,7 @@ from typing import Any
 
 import pytest
 
-from labkit import (INVENTORY, RESULTS, ROOT, SSH_LAB, after_the_local_lab, judged, make, new_run_dir, read_json,
-                    report_2_reproduced, run_dirs, tail)
+from labkit import INVENTORY, ROOT, SSH_LAB, judged, make, new_run_dir, read_json, run_dirs, tail
 from sshlab import HOSTS, host_addresses
 
 pytestmark = pytest.mark.skipif(not SSH_LAB, reason="the SSH lab's tests run with PERFLAB_TEST_LAB=ssh (make test-lab)")
@@ -113,11 +113,16 @@ def merged_from_both_hosts_tables(run_dir: Path, rate: int, measured_s: int) -> 
     requests = {host: int(re.search(r"^\s*(\d+) requests in ", text, re.MULTILINE)[1]) for host, text in texts.items()}
     # Each host ran its half: never more than its rate over its whole invocation, and at least its rate over its
     # calibration (10 s and 5 ms a connection) and the seconds recorded, less the answers still in flight at its
-    # end (report 2's take 1 s; an arm here: 4,524 of 150 req/s over 10.565 + 20 s, its invocation 32.2 s).
+    # end (report 2's arms took 1 s; one: 4,524 of 150 req/s over 10.565 + 20 s, its invocation 32.2 s).
+    # A host that fell short of its share (the verdict names it: judged_on_both_hosts) sent fewer.
+    held = {rule["rule"]: rule for rule in read_json(run_dir / "audit.json")["rules"]}["achieved_rate"]["status"] == "VALID"
     for host, table in tables.items():
         runtime_s, calibration_s = table["runtime_us"] / 1e6, table["calibration_ms"] / 1000
         assert runtime_s >= measured_s + calibration_s, (host, table)
-        assert rate // 2 * (calibration_s + measured_s - 2) <= requests[host] <= rate // 2 * runtime_s + 1, (host, table)
+        # Each connection sends its first request at the invocation's start, ahead of the schedule: at 25 req/s a
+        # host sent 530 over 21.125 s (528.1 on schedule) on 8 connections.
+        assert requests[host] <= rate // 2 * runtime_s + table["connections"], (host, table)
+        assert not held or rate // 2 * (calibration_s + measured_s - 2) <= requests[host], (host, table)
     assert result["requests"] == sum(requests.values()), (result["requests"], requests)
     assert all(tables[host]["requests"] == requests[host] for host in LOADGENS), (tables, requests)
     # The merged histogram holds every request either host recorded after its calibration.
@@ -170,17 +175,8 @@ def test_two_loadgen_hosts_send_one_vegeta_run_merged_exactly(addresses: dict[st
     two_loadgen_hosts_send_one_vegeta_run_merged_exactly(INVENTORY, addresses["monitoring1"])
 
 
-def test_report_2_is_reproduced_with_two_loadgen_hosts_each_run_merged_from_their_tables(
-        addresses: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
-    """Field report 2's thread cap (labkit.report_2_reproduced), here rather than on the local lab, after the local
-    lab's share (labkit.after_the_local_lab): the arms that hold the rate must not be INVALID, which the JIT of an
-    app starved by the local lab's runs made WebFlux's arm in CI simulations. Its runs are wrk2's from both loadgen
-    hosts: the three that hold the rate are checked for what each host sent and what the merge holds."""
-    def say(line: str) -> None:
-        with capsys.disabled():
-            print(f"\n{line}", flush=True)
-
-    with after_the_local_lab(say):
-        document = report_2_reproduced(INVENTORY)
-    for key in ("mvc400", "virtual", "webflux"):
-        merged_from_both_hosts_tables(RESULTS / document["runs"][key]["run"], 300, 20)
+def test_two_loadgen_hosts_send_one_wrk2_run_merged_from_their_tables(addresses: dict[str, str]) -> None:
+    """wrk2, the tool TOOL=auto picks where its source can be had (PERFLAB_WRK2_ARCHIVE here)."""
+    run_dir, output = bench(INVENTORY, "wrk2")
+    assert "loadgen: TOOL=wrk2" in output, tail(output, 80)
+    merged_from_both_hosts_tables(run_dir, RATE, int(DURATION.removesuffix("s")))
