@@ -22,9 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SETTLE_S = 0.5  # quiet time after the load event in which late errors still count
 TIMEOUT_S = 60.0
+
+
+def chromium() -> str | None:
+    """The browser's path, looked up at each visit, not at import: make test's lab tests are collected
+    before the report test beside them installs Chromium (scripts/apt-need.sh), and a path read then
+    said "not installed" to the profiled run's test half an hour later."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 class ChromiumError(Exception):
@@ -114,7 +120,8 @@ def _error_lines(events: list[dict[str, Any]]) -> list[str]:
 
 def visit(page: Path, expression: str = "null", width: int = 1280, height: int = 2000) -> PageVisit:
     """Load `page` (a file) in a fresh headless Chromium; errors, `expression`'s value, a screenshot."""
-    if CHROMIUM is None:
+    browser = chromium()
+    if browser is None:
         raise ChromiumError("chromium is not installed (Debian: apt-get install chromium)")
     to_browser_read, to_browser = os.pipe()
     from_browser, from_browser_write = os.pipe()
@@ -127,7 +134,7 @@ def visit(page: Path, expression: str = "null", width: int = 1280, height: int =
     with tempfile.TemporaryDirectory(prefix="perflab-chromium-") as profile, \
             open(Path(profile) / "stderr.log", "w+b") as log:
         process = subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
              "--disable-extensions", "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             preexec_fn=on_fds_3_and_4, pass_fds=(3, 4),
