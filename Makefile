@@ -362,10 +362,10 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reprodu
 # machines with an eighth of the local lab's CPU weight (tests/sshlab.py), so that the local lab's
 # runs, whose figures its tests judge, are measured nearly as if alone. (Side by side at equal
 # weight, a CI simulation's short run on the local lab kept 41 of 200 req/s, p99 33 s, while the SSH
-# lab deployed a JVM and ran three ansible-playbooks.) The SSH lab's own tests there judge what such a machine records, not a quiet
-# one: the shares two loadgen hosts sent and merged, and the faults a run's verdict names
-# (tests/fault_runs, which judge no figure: on the local lab they were 11 of its minutes). One of its
-# measurements needs a quiet machine and comes last, once the local lab's share has ended
+# lab deployed a JVM and ran three ansible-playbooks.) The SSH lab's own tests there judge what such
+# a machine records, not a quiet one: the shares two loadgen hosts sent and merged, and the faults a
+# run's verdict names (tests/fault_runs, which judge no figure: on the local lab they were 11 of its
+# minutes). One of its measurements needs a quiet machine and comes last, once the local lab's share has ended
 # (tests/labkit.py: after_the_local_lab): the lock test's first run, whose statements per request show
 # that the refused runs left the app alone. (Field report 2, whose arms must hold their rate, is make
 # test-reproduce's: after the local lab's share it took CI past its 90 minutes.) Its lines are
