@@ -354,22 +354,23 @@ test-bench: $(VENV_STAMP) ## The benchmark runs, on any lab (PERFLAB_TEST_INVENT
 test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reproduce, on the local lab or PERFLAB_TEST_INVENTORY's (not in make test: its arms need the machine to themselves): the thread cap INVALID and attributed to the request threads, the others holding the rate
 	$(BIN)/pytest -v -p no:cacheprovider tests/reproduce_lab
 
-# The lab's tests run on two labs at once: the local containers, and five fresh machines reached over
-# SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. `make test`
-# starts the SSH lab's share first (its lab-up, a vegeta and a wrk2 run from two loadgen hosts, faults
-# in a run's measured phase, the lock taken over), beside lint, the unit, report and contract tests and
-# the local lab's share, and yields the machine to the local lab: its pytest runs at nice 19 and its
-# machines with an eighth of the local lab's CPU weight (tests/sshlab.py), so that the local lab's
-# runs, whose figures its tests judge, are measured nearly as if alone. (Side by side at equal
-# weight, a CI simulation's short run on the local lab kept 41 of 200 req/s, p99 33 s, while the SSH
-# lab deployed a JVM and ran three ansible-playbooks.) The SSH lab's own tests there judge what such
-# a machine records, not a quiet one: the shares two loadgen hosts sent and merged, and the faults a
-# run's verdict names (tests/fault_runs, which judge no figure: on the local lab they were 11 of its
-# minutes). One of its measurements needs a quiet machine and comes last, once the local lab's share has ended
-# (tests/labkit.py: after_the_local_lab): the lock test's first run, whose statements per request show
-# that the refused runs left the app alone. (Field report 2, whose arms must hold their rate, is make
-# test-reproduce's: after the local lab's share it took CI past its 90 minutes.) Its lines are
-# prefixed 'ssh-lab | '; test-lab and test fail if either fails.
+# The lab's tests run on two labs at once: the local containers, and five fresh machines reached
+# over SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. `make
+# test` starts the SSH lab's share first (its lab-up, a vegeta and a wrk2 run from two loadgen
+# hosts, faults in a run's measured phase, the lock taken over), beside lint, the unit, report and
+# contract tests and the local lab's share, and yields the machine to the local lab: its pytest runs
+# at nice 19 and its machines with an eighth of the local lab's CPU weight (tests/sshlab.py), so
+# that the local lab's runs, whose figures its tests judge, are measured nearly as if alone. (Side
+# by side at equal weight, a CI simulation's short run on the local lab kept 41 of 200 req/s, p99 33
+# s, while the SSH lab deployed a JVM and ran three ansible-playbooks.) The SSH lab's own tests
+# there judge what such a machine records, not a quiet one: the shares two loadgen hosts sent and
+# merged, and the faults a run's verdict names (tests/fault_runs, which judge no figure: on the
+# local lab they were 11 of its minutes). One of its measurements needs a quiet machine and comes
+# last, once the local lab's share has ended (tests/labkit.py: after_the_local_lab): the lock test's
+# first run, whose statements per request show that the refused runs left the app alone. (Field
+# report 2, whose arms must hold their rate, is make test-reproduce's: after the local lab's share
+# it took CI past its 90 minutes.) Its lines are prefixed 'ssh-lab | '; test-lab and test fail if
+# either fails.
 # tests/matrix_lab (every app of the project on every scenario, ours beside TechEmpower's Quarkus: 23 min of runs
 # here) is not in them: `make test-bench` runs it. Beside the rest it fails (its cells assert VALID runs without an
 # error, which a busy machine denies), and after the rest it took CI past its 90 minutes.
