@@ -444,8 +444,10 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
         db_sessions=sessions,
     )
     tier_cpus = {tier: (sample.host, sample.cpus) for tier, sample in inputs.cpu_start.items()}
+    # The statements per request to expect: the scenario's requests' own, over the contract's table.
+    statements = observe.statements_table(inputs.run.scenario.requests)
     observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled,
-                                   inputs.run.scenario.endpoints)
+                                   inputs.run.scenario.endpoints, statements)
     if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
         observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
     allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}

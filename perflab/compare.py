@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import app_build, manifest, repetitions, rundir
+from perflab.scenario import label as scenario_label
 from perflab.results import RunRow, read_run_row
 from perflab.sweep import run_bench
 
@@ -185,7 +186,8 @@ def select_apps(given: str, scenario: str, selections: list[str]) -> list[App]:
     else:
         pairs = [(found.name, found) for found in manifest.claiming(scenario)]
         if not pairs:
-            raise manifest.ManifestError([f"no app claims scenario {scenario!r} (perflab app list shows what each claims)"])
+            raise manifest.ManifestError([f"no app claims scenario {scenario!r} (perflab app list shows what each claims); "
+                                          "name the apps to run it with: APPS=\"a b\""])
     unclaimed = [found.name for _, found in pairs if scenario in manifest.scenario_names() and scenario not in found.scenarios]
     if unclaimed:
         raise manifest.ManifestError([f"{', '.join(unclaimed)} do(es) not claim scenario {scenario!r} (perflab app list)"])
@@ -228,7 +230,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"perflab compare: {error}", file=sys.stderr)
         return EXIT_RUN_FAILED
     results = rundir.results_dir(args.results)
-    group = f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{args.scenario or 'compare'}"
+    group = f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{scenario_label(args.scenario) or 'compare'}"
     if args.repeat > 1:
         print(f"perflab compare: {' '.join(a.name for a in apps)}, {args.repeat} runs each in turns "
               f"(repetition group {group})", flush=True)
@@ -241,7 +243,7 @@ def main(args: argparse.Namespace) -> int:
             run_options = [*options, "-e", f"app_name={app.given}", "-e", json.dumps({"app_variants": app.variants})]
             if args.repeat > 1:
                 run_options += ["-e", json.dumps({"bench_repetition": {"group": group, "index": index, "of": args.repeat}})]
-            code, run_dir = run_bench(results, args.inventory, run_options, f"-{app.name}-{args.scenario}")
+            code, run_dir = run_bench(results, args.inventory, run_options, f"-{app.name}-{scenario_label(args.scenario)}")
             row = read_run_row(app.given, run_dir, repetition)
             rows.append(row)
             all_complete = all_complete and code == 0 and row.state == "complete"

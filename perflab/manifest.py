@@ -46,11 +46,11 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 
 from perflab import strict_yaml
+from perflab.scenario import builtin_names
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS_DIR = ROOT / "apps"
 PEERS_DIR = APPS_DIR / "peers"
-SCENARIOS_DIR = ROOT / "scenarios"
 MANIFEST_FILE = "perflab-app.yml"
 SCHEMA_FILE = Path(__file__).resolve().with_name("app-manifest.schema.json")
 
@@ -274,7 +274,7 @@ def _schema_problems(root: dict[str, Any], error: Any) -> Iterator[tuple[str, st
 
 
 def scenario_names() -> list[str]:
-    return sorted(p.stem for p in SCENARIOS_DIR.glob("*.yml"))
+    return builtin_names()
 
 
 _VARIABLE = re.compile(r"\$(\$|\{([^}]*)\}|\{)")

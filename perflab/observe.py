@@ -1,7 +1,8 @@
 """What Prometheus saw over a run's measured window: the audit's observations (read/write mix by
-third, DB statements per request against the contract, JIT time, DB disk, the app's max RSS,
-whether the app's JVM restarted and whether the DB went down), the saturation figures of the
-bottleneck attribution, and utilization.json for the report.
+third, DB statements per request against what the scenario's requests and the contract allow
+(statements_table), JIT time, DB disk, the app's max RSS, whether the app's JVM restarted and
+whether the DB went down), the saturation figures of the bottleneck attribution, and
+utilization.json for the report.
 
 A figure Prometheus cannot give is None with its reason in `unobserved`, never a zero (a zero
 reads as idle): a query Prometheus refuses costs its own figure only; once Prometheus cannot be
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Protocol
 
 from perflab import histogram, tiers
 from perflab.audit import THRESHOLDS
@@ -35,7 +37,9 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # apps/contract/README.md "DB statements per request", by route and status class, as the
 # scenarios exercise them: select, insert, update, delete. POST /zipcodes answers 201 for a new
 # zip (select + insert) and 200 for one that existed (select). A 404 of POST /orders is ambiguous
-# (unknown book: 1 select, unknown user: 2), so it makes the expectation unknowable.
+# (unknown book: 1 select, unknown user: 2), so it makes the expectation unknowable. A scenario's
+# requests that give their own `statements` take precedence (statements_table); this table stays for
+# the requests that give none and for runs recorded before their requests were.
 CONTRACT_STATEMENTS: dict[tuple[str, str, str], tuple[float, float, float, float]] = {
     ("GET", "/zipcodes/{zip}", "2xx"): (1, 0, 0, 0),
     ("GET", "/zipcodes/{zip}", "404"): (1, 0, 0, 0),
@@ -167,10 +171,80 @@ def is_workload(labels: Mapping[str, str]) -> bool:
 UNANSWERED_SHARE = 0.01
 
 
-def expected_statements(counts: Mapping[tuple[str, str, str], float]) -> tuple[StatementsPerRequest | None, str]:
-    """The contract's statements per request for the requests served, by route and status; None
-    with the reason when a route's count is not in the contract's table, or when more than
-    UNANSWERED_SHARE of the requests ended without an answer."""
+Statements = tuple[float, float, float, float]  # per request: select, insert, update, delete
+# (method, route template, status or status class "2xx") -> the statements per request of such a request.
+StatementsTable = Mapping[tuple[str, str, str], Statements]
+
+
+class StatedRequest(Protocol):
+    """A request of the scenario as run (perflab.rundir.ScenarioRequest): what statements_table reads."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def route(self) -> str: ...  # "/owners/{id}", as Scenario.endpoints() spells it
+    @property
+    def status(self) -> str: ...  # the status it expects, "302"
+    @property
+    def weight(self) -> float: ...
+    @property
+    def statements(self) -> Mapping[str, float] | None: ...
+
+
+def route_shape(uri: str) -> tuple[str, ...]:
+    """A route template's segments with each "{...}" segment as "{}": the scenario's /owners/{id} and
+    Spring's uri label /owners/{ownerId} are one route."""
+    return tuple("{}" if part.startswith("{") and part.endswith("}") else part for part in uri.split("/"))
+
+
+def statements_table(requests: Iterable[StatedRequest]) -> StatementsTable:
+    """The statements per request to expect of a run: the scenario's requests' own `statements` (kinds
+    left out are 0), by (method, route, the exact status each expects), over CONTRACT_STATEMENTS, which
+    keeps what they do not say. Where the scenario gives statements for a route and status, the
+    contract's entries for that method, route shape and status are dropped: the scenario's win.
+    Requests that share a method, route shape and status share the app's counter: their entry is the
+    mean of their statements weighted by their weights as run, and none when one of them (sent, weight
+    > 0) gives no statements (the contract's, if any, then stands for them all). CONTRACT_STATEMENTS
+    itself when the requests give no statements (and for runs recorded before their requests were)."""
+    groups: dict[tuple[str, tuple[str, ...], str], list[StatedRequest]] = {}
+    for request in requests:
+        if request.weight > 0:
+            groups.setdefault((request.method, route_shape(request.route), request.status), []).append(request)
+    own: dict[tuple[str, str, str], Statements] = {}
+    for (method, shape, status), group in groups.items():
+        stated = [(r.weight, r.statements) for r in group if r.statements is not None]
+        if not stated or len(stated) < len(group):
+            continue
+        weight = sum(w for w, _ in stated)
+        kinds = [sum(w * float(given.get(kind, 0.0)) for w, given in stated) / weight for kind in STATEMENT_KINDS]
+        own[(method, group[0].route, status)] = (kinds[0], kinds[1], kinds[2], kinds[3])
+    if not own:
+        return CONTRACT_STATEMENTS
+    shapes = {(method, route_shape(route), status) for method, route, status in own}
+    kept = {key: n for key, n in CONTRACT_STATEMENTS.items() if (key[0], route_shape(key[1]), key[2]) not in shapes}
+    return kept | own
+
+
+def _statements_of(table: StatementsTable, method: str, uri: str, status: str) -> Statements | None:
+    """TABLE's entry for a request the app counted (its uri label the framework's template): the exact
+    status before its class ("2xx"); for each, the same route before one of the same shape."""
+    shape = route_shape(uri)
+    for wanted in (status, f"{status[:1]}xx"):
+        found = table.get((method, uri, wanted))
+        if found is not None:
+            return found
+        for (m, route, s), per_request in table.items():
+            if (m, s) == (method, wanted) and route_shape(route) == shape:
+                return per_request
+    return None
+
+
+def expected_statements(counts: Mapping[tuple[str, str, str], float],
+                        table: StatementsTable = CONTRACT_STATEMENTS) -> tuple[StatementsPerRequest | None, str]:
+    """The statements per request to expect of the requests served, by route and status, from TABLE
+    (statements_table: the scenario's over the contract's; the contract's alone by default); None
+    with the reason when a route's count is not in the table, or when more than UNANSWERED_SHARE of
+    the requests ended without an answer."""
     total = sum(counts.values())
     if total <= 0:
         return None, "no request of the workload reached the app"
@@ -184,13 +258,15 @@ def expected_statements(counts: Mapping[tuple[str, str, str], float]) -> tuple[S
     for (method, uri, status), count in counts.items():
         if count <= 0 or (method, uri, status) in unanswered:
             continue
-        per_request = (CONTRACT_STATEMENTS.get((method, uri, status))
-                       or CONTRACT_STATEMENTS.get((method, uri, f"{status[:1]}xx")))
+        per_request = _statements_of(table, method, uri, status)
         if per_request is None:
             if status.startswith("4") and not (method, uri) == ("POST", "/orders"):
                 per_request = (0, 0, 0, 0)  # any 400: no statement (the contract)
-            else:
+            elif table is CONTRACT_STATEMENTS:
                 return None, f"the contract has no statement count for {method} {uri} answered {status}"
+            else:
+                return None, (f"neither the scenario's requests nor the contract give a statement count for {method} "
+                              f"{uri} answered {status}")
         sums = [s + count * n for s, n in zip(sums, per_request)]
     return StatementsPerRequest(*(s / total for s in sums)), ""
 
@@ -214,10 +290,12 @@ class Observer:
     `found` is the run's observations as far as they are known: each figure read replaces its
     field; each one left None says why in found.unobserved."""
 
-    def __init__(self, prometheus: Prometheus, window: Window, app: str, found: Observations | None = None) -> None:
+    def __init__(self, prometheus: Prometheus, window: Window, app: str, found: Observations | None = None,
+                 statements: StatementsTable = CONTRACT_STATEMENTS) -> None:
         self.prom = prometheus
         self.window = window
         self.app = app
+        self.statements = statements  # the statements per request to expect (statements_table)
         base = found if found is not None else Observations()
         self.found = replace(base, unobserved=dict(base.unobserved))
         self._app_reset: str | None = None  # app_counters_reset's answer once asked ("" = no reset)
@@ -304,7 +382,7 @@ class Observer:
         at_rest = w.end + w.quiet_s
         counts = {k: v - by_moment[0].get(k, 0.0) for k, v in self._by_route(at_rest).items()}
         requests = sum(counts.values())
-        expected, why = expected_statements(counts)
+        expected, why = expected_statements(counts, self.statements)
         if expected is None:
             self.found.unobserved["expected_statements_per_request"] = why
         self.found = replace(self.found, expected_statements_per_request=expected)
@@ -550,13 +628,14 @@ class Observer:
 
 def observe(prometheus: Prometheus, window: Window, app: str,
             tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], found: Observations | None = None,
-            endpoints: tuple[str, ...] = ()) -> Observations:
+            endpoints: tuple[str, ...] = (), statements: StatementsTable = CONTRACT_STATEMENTS) -> Observations:
     """FOUND (the run's observations from elsewhere: the bench's CPU samples, the DB's sessions)
     with every figure of the window Prometheus gives; ENDPOINTS, the scenario's ("GET /zipcodes/{zip}"),
-    are the routes whose server-side latency is read. A query Prometheus fails leaves its figures
+    are the routes whose server-side latency is read; STATEMENTS (statements_table of the scenario's
+    requests) the DB statements per request to expect. A query Prometheus fails leaves its figures
     unobserved with the reason; once it cannot be reached, every figure not read yet is unobserved
     with that reason."""
-    observer = Observer(prometheus, window, app, found)
+    observer = Observer(prometheus, window, app, found, statements)
     unreachable: list[PrometheusError] = []
 
     def read(figures: tuple[str, ...], figure: Callable[[], None]) -> None:

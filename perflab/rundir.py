@@ -39,7 +39,9 @@ renamed over the old one): a reader never sees half a file.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,7 +53,7 @@ from perflab.attribution import Attribution
 from perflab.audit import Status, Verdict
 from perflab.model import NOT_STORED, RunContext, RunResult, SchemaError, dumps, json_schema, load_document
 from perflab.observations import Observations
-from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, Utilization
+from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, STATEMENT_KINDS, Utilization
 from perflab.profile import ProfileSummary
 from perflab.timeseries import TimeSeries
 
@@ -156,6 +158,54 @@ class HostInputs:
 
 
 @dataclass(frozen=True)
+class ScenarioExpect:
+    """What a request of the scenario as run expects of every answer: the status perflab reads;
+    the rest (media_type, json_field, body_pattern) is passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    status: int
+
+
+@dataclass(frozen=True)
+class ScenarioRequest:
+    """One request of the scenario as run, as the scenario file spells it (perflab/scenario.py's
+    Request) with its weight as run: the fields perflab reads; headers, body and any other are
+    passed over."""
+
+    OPEN: ClassVar[bool] = True
+
+    name: str
+    weight: float  # as run: the file's, or the operator's --weight
+    method: str
+    path: str  # the file's template, "/owners/${id}?x=${y}"
+    expect: ScenarioExpect
+    # The DB statements per request the app's contract allows, by kind (kinds left out are 0); None:
+    # the file gives none.
+    statements: dict[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        for kind, count in (self.statements or {}).items():
+            if kind not in STATEMENT_KINDS:
+                raise ValueError(f"statements.{kind}: unknown kind; allowed: {', '.join(STATEMENT_KINDS)}")
+            if not (math.isfinite(count) and count >= 0):
+                raise ValueError(f"statements.{kind}: {count:g} is out of range; allowed: 0 or more per request")
+
+    @property
+    def status(self) -> str:
+        """The status it expects, as the app's metrics label it ("302")."""
+        return str(self.expect.status)
+
+    @property
+    def route(self) -> str:
+        """Its path as Scenario.endpoints() spells it: "/owners/{id}", ${name} as {name}, the query dropped."""
+        def placeholder(match: re.Match[str]) -> str:
+            return "$" if match.group(1) == "$" else "{" + (match.group(2) or "") + "}"
+
+        return scenario.PLACEHOLDER.sub(placeholder, self.path.split("?")[0])
+
+
+@dataclass(frozen=True)
 class ScenarioInputs:
     """The scenario as the bench ran it (role loadgen's scenarios/<name>.yml with the operator's
     overrides): the fields perflab reads; the scenario file's others are passed over."""
@@ -169,6 +219,8 @@ class ScenarioInputs:
     slo_p99_ms: float | None = None
     max_workers: int | None = None  # vegeta's -max-workers as sized to the loadgen host (vegeta runs only)
     endpoints: tuple[str, ...] = ()  # its routes, "GET /zipcodes/{zip}": those whose server-side latency is read
+    # Its requests as run (the file's, with their weights as run): () in inputs written before they were recorded.
+    requests: tuple[ScenarioRequest, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,10 @@ The command line (`perflab scenario ...`, registered in perflab/cli.py):
                         [--base-url URL]
       the first N requests each tool would send (wrk2: thread by thread in the same round-robin)
   perflab scenario compile FILE [--set NAME=VALUE ...] [--weight REQUEST=W ...] [--vegeta OUT.json] [--wrk2 OUT.lua]
+                        [--as-run OUT.json]
       the compiled scenario: the document perflab/scenario_play.py plays into vegeta targets (on a
-      loadgen host, stdlib only), and the data file perflab/wrk2_scenario.lua plays
+      loadgen host, stdlib only), the data file perflab/wrk2_scenario.lua plays, and the scenario as
+      run (what the bench records: the file's fields, weights and parameters as run, endpoints)
 Exit codes: 0 done; 2 refused (a wrong scenario file or option), one line per problem on stderr.
 """
 
@@ -85,7 +87,7 @@ from urllib.parse import quote, quote_plus
 import jsonschema  # type: ignore[import-untyped]
 
 from perflab import scenario_play, strict_yaml
-from perflab.model import JsonValue, from_jsonable, json_schema
+from perflab.model import JsonValue, from_jsonable, json_schema, to_jsonable
 from perflab.observe import STATEMENT_KINDS
 
 EXIT_OK = 0
@@ -95,7 +97,7 @@ SCHEMA_FILE = "scenario.schema.json"
 SCHEMA_TITLE = "a perflab scenario"
 LUA_PLAYER = Path(__file__).resolve().with_name("wrk2_scenario.lua")
 
-# uniform's default steps: primes, as zipcodes.lua's seeded-zip reads use them.
+# uniform's default steps: primes, as the zipcodes scenario's seeded-zip reads have always used them.
 UNIFORM_STEP = 7919
 UNIFORM_THREAD_STEP = 104729
 KEY_PHASE_MAX = scenario_play.KEY_PHASE_MAX
@@ -111,6 +113,29 @@ PLACEHOLDER = re.compile(r"\$(\$|\{([^}]*)\}|\{?)")
 KEY_FORMAT = re.compile(r"[#A-Za-z0-9._~-]+")
 # A value put into a path is percent-encoded but for these (RFC 3986's unreserved characters).
 PATH_VALUE_SAFE = "-._~"
+
+
+# The built-in scenarios: scenarios/<name>.yml of the checkout.
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def is_file_name(name_or_path: str) -> bool:
+    """Whether SCENARIO= names a file (a path, or a .yml/.yaml name) rather than a built-in."""
+    return "/" in name_or_path or name_or_path.endswith((".yml", ".yaml"))
+
+
+def builtin_names() -> list[str]:
+    return sorted(path.stem for path in BUILTIN_DIR.glob("*.yml"))
+
+
+def path_of(name_or_path: str) -> Path:
+    """The file SCENARIO= names: a built-in's (scenarios/<name>.yml) or the path given."""
+    return Path(name_or_path) if is_file_name(name_or_path) else BUILTIN_DIR / f"{name_or_path}.yml"
+
+
+def label(name_or_path: str) -> str:
+    """SCENARIO= as a run's and a sweep's name carry it: a built-in's name, a file's name without .yml."""
+    return Path(name_or_path).name.removesuffix(".yaml").removesuffix(".yml") if is_file_name(name_or_path) else name_or_path
 
 
 class ScenarioError(strict_yaml.FileRefused):
@@ -568,8 +593,7 @@ def _compile_request(request: Request, parameters: Mapping[str, str]) -> Compile
 def compile_scenario(scenario: Scenario, directory: Path, parameters: Mapping[str, str] | None = None,
                      weights: Mapping[str, float] | None = None) -> Compiled:
     """The scenario as both tools play it; `parameters` set parameter variables and `weights` the
-    weights of requests by name (a mix changed without editing the file: today's WRITE_RATIO and
-    *_WEIGHT knobs); ScenarioError for a name the scenario does not have or a weight not above 0.
+    weights of requests by name (a mix changed without editing the file: make's WEIGHTS=); ScenarioError for a name the scenario does not have or a weight not above 0.
     `directory` holds its CSV files."""
     parameters = dict(parameters or {})
     weights = dict(weights or {})
@@ -632,6 +656,37 @@ def compile_scenario(scenario: Scenario, directory: Path, parameters: Mapping[st
     return {"format": scenario_play.FORMAT, "name": scenario.name, "mix": scenario.mix, "bounds": bounds, "turns": turns,
             "values": values, "variables": [_played_variable(name, v, raw_values) for name, v in scenario.variables.items()],
             "requests": requests}
+
+
+def as_run(scenario: Scenario, file: Path, parameters: Mapping[str, str] | None = None,
+           weights: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The scenario as a run plays it (compile_scenario has accepted PARAMETERS and WEIGHTS): the
+    file's fields, each request with its weight as run, `parameters` with every parameter's value as
+    run, `endpoints` (Scenario.endpoints) and `file`, the file it was read from. What the bench
+    records of the scenario (bench-inputs.json's loadgen.scenario)."""
+    parameters, weights = dict(parameters or {}), dict(weights or {})
+    data = to_jsonable(scenario)
+    assert isinstance(data, dict)
+    requests: list[JsonValue] = []
+    for request in scenario.requests:
+        recorded = to_jsonable(request)
+        assert isinstance(recorded, dict)
+        requests.append(_without_nulls({**recorded, "weight": weights.get(request.name, request.weight)}))
+    data["requests"] = requests
+    data["parameters"] = {name: parameters.get(name, v.parameter.default)
+                          for name, v in scenario.variables.items() if v.parameter is not None}
+    data["endpoints"] = list(scenario.endpoints())
+    data["file"] = str(file)
+    return data
+
+
+def _without_nulls(value: JsonValue) -> JsonValue:
+    """VALUE with the keys whose value is None left out, at every depth (what the file left out)."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def _played_variable(name: str, variable: Variable, raw_values: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
@@ -723,6 +778,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                            help="the document perflab/scenario_play.py plays into vegeta targets")
     compiling.add_argument("--wrk2", type=Path, metavar="OUT.lua",
                            help="the data file perflab/wrk2_scenario.lua plays (its PERFLAB_SCENARIO_DATA)")
+    compiling.add_argument("--as-run", type=Path, metavar="OUT.json",
+                           help="the scenario as run (JSON): the file's fields with the weights and parameters "
+                                "as compiled, its endpoints and its file (what the bench records)")
     compiling.set_defaults(command=_compile)
 
 
@@ -771,15 +829,19 @@ def _mix_options(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, fl
 
 def _compile(args: argparse.Namespace) -> int:
     parameters, weights, wrong = _mix_options(args)
-    if args.vegeta is None and args.wrk2 is None:
-        wrong.append("say what to write: --vegeta OUT.json, --wrk2 OUT.lua or both")
+    if args.vegeta is None and args.wrk2 is None and args.as_run is None:
+        wrong.append("say what to write: --vegeta OUT.json, --wrk2 OUT.lua, --as-run OUT.json or several")
     if wrong:
         return _refuse(wrong)
     try:
-        compiled = compile_scenario(load(args.file), args.file.parent, parameters, weights)
+        scenario = load(args.file)
+        compiled = compile_scenario(scenario, args.file.parent, parameters, weights)
     except ScenarioError as error:
         return _refuse(error.problems)
     try:
+        if args.as_run is not None:
+            args.as_run.write_text(json.dumps(as_run(scenario, args.file, parameters, weights), indent=1,
+                                              ensure_ascii=False) + "\n", encoding="utf-8")
         if args.vegeta is not None:
             args.vegeta.write_text(json.dumps(compiled, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         if args.wrk2 is not None:

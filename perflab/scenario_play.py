@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Plays a compiled perflab scenario: the requests of its one sequence, as vegeta JSON targets.
 
-Standard library only, so that it runs on a loadgen host as it is, as
-roles/loadgen/files/vegeta/perflab_targets.py does; perflab/scenario.py compiles a scenario file
+Standard library only, so that it runs on a loadgen host as it is (role loadgen installs it as
+vegeta/scenario_play.py); perflab/scenario.py compiles a scenario file
 into the document this reads (format perflab-compiled-scenario/1, JSON) and into the same
 document as a Lua table for perflab/wrk2_scenario.lua, wrk2's player, which does what sent()
 does here with the same arithmetic: both tools send the same requests.
@@ -24,7 +24,7 @@ Thread `thread`'s n-th request (n from 0; host K of H plays threads K*T .. K*T+T
 
   python3 scenario_play.py --compiled FILE.json --base-url URL --count N --threads T
                            [--key-phase P] [--host-index K --hosts H] [--output FILE]
-On exit one line on stderr counts the targets per operation, as perflab_targets.py's does:
+On exit one line on stderr counts the targets per operation:
   perflab vegeta requests by operation: read=.. write=..
 Exit status 2 with one line on stderr for input it refuses.
 """
@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, NoReturn, TextIO
+from urllib.parse import urlsplit
 
 PROG = "perflab scenario_play"
 FORMAT = "perflab-compiled-scenario/1"
@@ -184,7 +185,7 @@ def _header_suffix(headers: tuple[tuple[str, str], ...]) -> str:
 
 
 def vegeta_line(request: Sent, base_url: str) -> str:
-    """One vegeta JSON target, as roles/loadgen/files/vegeta/perflab_targets.py writes them."""
+    """One vegeta JSON target (its -format=json)."""
     _, method, path, headers, body = request
     url = base_url + path
     # JSON escapes nothing in a plain ASCII URL: the common case skips json.dumps.
@@ -227,6 +228,21 @@ def write_targets(lines: Iterator[str], out: TextIO) -> bool:
     return True
 
 
+def base_url(text: str) -> str:
+    """scheme://host[:port]: the requests' paths are absolute, so wrk2 ignores any other path, and
+    vegeta must send what wrk2 sends."""
+    parts = urlsplit(text)
+    if (parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/")
+            or parts.query or parts.fragment or "@" in parts.netloc or not text.isascii()
+            or any(c.isspace() for c in text)):
+        raise PlayError(f"--base-url must be http(s)://host[:port] with no path, got {text!r}")
+    try:
+        parts.port  # urlsplit checks the port (a number 0..65535) only when it is read
+    except ValueError:
+        raise PlayError(f"--base-url has a bad port: {text!r}") from None
+    return text.rstrip("/")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="scenario_play.py", description=__doc__, allow_abbrev=False,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -245,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.compiled, encoding="utf-8") as stream:
             document = json.load(stream)
         placement = Placement(args.threads, args.host_index, args.hosts, args.key_phase)
+        url = base_url(args.base_url)
     except OSError as error:
         fail(f"cannot read --compiled {args.compiled}: {error.strerror}")
     except json.JSONDecodeError as error:
@@ -256,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def lines() -> Iterator[str]:
         for request in islice(sent(document, placement), args.count):
             counts[request[0]] += 1
-            yield vegeta_line(request, args.base_url.rstrip("/"))
+            yield vegeta_line(request, url)
 
     try:
         if args.output:

@@ -30,6 +30,7 @@ from typing import Any
 from perflab import audit as judge
 from perflab import manifest, repetitions, rundir
 from perflab.rundir import RunFileError, Step, Sweep
+from perflab.scenario import label as scenario_label
 
 # A typo in START/STEP/MAX must not queue hours of runs.
 MAX_STEPS = 50
@@ -335,7 +336,7 @@ def bench_runner(
             options += ["-e", f"loadgen_slo_p99_ms={slo_override:g}"]
         if repeat > 1:
             options += ["-e", json.dumps({"bench_repetition": {"group": f"{group}-{rate}", "index": index, "of": repeat}})]
-        return run_bench(results, inventory, options, f"-{name or app}-{scenario}")[1]
+        return run_bench(results, inventory, options, f"-{name or app}-{scenario_label(scenario)}")[1]
 
     return run
 
@@ -397,7 +398,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     results = rundir.results_dir(args.results)
     started = datetime.datetime.now(datetime.timezone.utc)
-    sweep_dir = results / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{name}-{args.scenario}-sweep"
+    sweep_dir = results / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{name}-{scenario_label(args.scenario)}-sweep"
     sweep = Sweep(app=name, scenario=args.scenario, slo_p99_ms=args.slo_p99_ms,
                   started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"))
 

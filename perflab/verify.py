@@ -1,16 +1,30 @@
-"""perflab verify: before every measured run, the app answers the scenario's requests as the contract
-says.
+"""perflab verify: before every measured run, the app answers the scenario's requests as the
+scenario expects (and, on the lab's own routes, as the contract says).
 
 TechEmpower's `verify`, in the lab. Three steps, two of them here:
 
-  perflab verify plan SCENARIO --base-url URL --output PLAN.json
-      On the controller: for each request type of the scenario (method, route and the status its
-      request sequence expects), a few concrete requests taken from that sequence (the vegeta
-      targets generator, roles/loadgen/files/vegeta/perflab_targets.py, with the run's knobs from
-      the environment and its own KEY_PHASE, so its fresh keys are never the run's), and what the
-      contract expects of each answer: the status, the media type and body schema and the required
-      headers (apps/contract/openapi.yaml, perflab/contract.py) and the DB statements per request
-      (apps/contract/README.md, perflab/observe.py's CONTRACT_STATEMENTS).
+  perflab verify plan SCENARIO --base-url URL [--set NAME=VALUE ...] [--weight REQUEST=W ...]
+                      [--output PLAN.json]
+      On the controller: the scenario file (a name under scenarios/, or a path to a .yml/.yaml
+      file) loaded, checked and compiled with the run's parameters and weights exactly as `perflab
+      scenario compile` takes them (perflab/scenario.py), then played as vegeta gets it
+      (perflab/scenario_play.py, the path `perflab scenario show --tool vegeta` takes) by host 0
+      of 1 with the scenario's threads and KEY_PHASE 9, whose fresh keys no run ever sends. One
+      type per request of the scenario, named "METHOD /route" as Scenario.endpoints() spells its
+      path ("GET /zipcodes/{zip}"; requests sharing a route are told apart by " (request-name)");
+      a request whose weight is 0 (--weight NAME=0) is skipped, as the run sends none. Each type
+      gets a few of its concrete requests from that sequence and what every answer must be:
+        - the request's `expect`: its status, and when given its media type, a field the JSON body
+          holds (`json_field`, a dotted path) and a pattern the body matches (`body_pattern`, a
+          regular expression searched in the body);
+        - when the contract (apps/contract/openapi.yaml, perflab/contract.py) documents the route
+          and that status, its checks as well: a documented media type, the body against its
+          schema, the required headers. A route the contract does not document (a user's app, say
+          Spring PetClinic's GET /owners?lastName=...) is judged by the scenario's expect alone;
+        - the DB statements per request: the request's `statements` (kinds it leaves out are 0);
+          else the contract's count for the route and status (apps/contract/README.md,
+          perflab/observe.py's CONTRACT_STATEMENTS); else none: the type's statements are not
+          judged (its line says so), its answers still are.
   roles/bench/files/verify_app.py < PLAN.json > RESULTS.json
       On the first db host (stdlib only): per type a warm-up, then bursts of requests each after an
       idle interval, the server's Com_* counters read around both; every answer and the deltas.
@@ -24,44 +38,45 @@ length), divided by the burst's requests. What that correction cannot remove is 
 lab's own: a mysqld_exporter scrape (every 5 s; about 10 selects, from observe.py's 0.03 to 0.05 a
 request at 50 req/s) that falls into only one of the two intervals. Over a burst of 40 requests
 that is 0.25 per request at most, so the tolerance is half a statement per request: the figure must
-round to the contract's count, which makes one statement more (or fewer) per request, the smallest
+round to the expected count, which makes one statement more (or fewer) per request, the smallest
 real deviation, a failure. A type passes when one of its bursts is within the tolerance: noise does
 not repeat itself, a deviation of the app does. The db host runs the second burst only when the
-first was not clean (anything at rest, or not exactly the plan's statements): most runs pay for one.
+first was not clean (anything at rest, or not exactly the plan's statements; a type whose
+statements are not judged has nothing to see past): most runs pay for one.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import importlib.util
+import dataclasses
+import itertools
 import json
 import math
-import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml  # type: ignore[import-untyped]
-
-from perflab import contract, observe, rundir
+from perflab import contract, observe, rundir, scenario_play
+from perflab import scenario as scenarios
 from perflab.contract import Answer, ContractError, OpenApi
 from perflab.rundir import VerifyCheck, VerifyReport
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS_SCRIPT = ROOT / "roles" / "loadgen" / "files" / "vegeta" / "perflab_targets.py"
-SCENARIOS_DIR = ROOT / "scenarios"
+SCENARIOS_DIR = scenarios.BUILTIN_DIR
 PLAN_FORMAT = "perflab-verify-plan"
 RESULTS_FORMAT = "perflab-verify-results"
-FORMAT_VERSION = 1
+# 2: the types come from the scenario file (expect.statements may be null: not judged; the
+# scenario's media_type, json_field and body_pattern; expect.contract null off the contract).
+FORMAT_VERSION = 2
 CONTRACT_DOC = "apps/contract/README.md"
 
 # The fresh keys of the verify's writes: KEY_PHASE 0 is the warm-up's and 1 the measured phase's
-# (roles/loadgen/vars/main.yml); 9, the generator's last, is never a run's.
+# (roles/loadgen/vars/main.yml); 9, the last, is never a run's.
 VERIFY_KEY_PHASE = 9
 # Requests per burst (see the module's docstring for why 40), bursts per type, requests in flight.
 BURST = 40
@@ -72,84 +87,57 @@ CONCURRENCY = 8
 TIMEOUT_S = 10.0
 # The db host keeps this much of each body: GET /books after a reset is about 5 KB.
 MAX_BODY_BYTES = 65536
-# Statements per request a burst may be off the contract's count (see the docstring).
+# Statements per request a burst may be off the expected count (see the docstring).
 TOLERANCE = 0.5
-# Lines of the request sequence the plan reads at most to find enough requests of every type.
+# Requests of the sequence the plan reads at most to find enough requests of every type.
 SEQUENCE_CAP = 200_000
 # How much of a body verify.json keeps per answer shown.
 SHOWN_BODY_CHARS = 1024
-
-# The status each route's requests get in the scenarios' sequences (perflab_targets.py): reads of
-# seeded zips (10000..49999), writes of fresh ZIP+4 keys, orders of seeded books (1..100) by
-# seeded users (1..1000); the statements expected follow from it (CONTRACT_STATEMENTS).
-SEQUENCE_STATUS: dict[tuple[str, str], int] = {
-    ("GET", "/zipcodes/{zip}"): 200,
-    ("POST", "/zipcodes"): 201,
-    ("GET", "/books"): 200,
-    ("POST", "/books"): 201,
-    ("POST", "/orders"): 201,
-    ("GET", "/greeting/{name}"): 200,
-    ("GET", "/hello/{latency}"): 200,
-    ("GET", "/plaintext"): 200,
-    ("GET", "/json"): 200,
-}
 KINDS = observe.STATEMENT_KINDS
 
 
 class VerifyInputError(Exception):
-    """A scenario, plan or results file verify cannot use: one line."""
+    """A scenario, option, plan or results file verify cannot use: one line per problem."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = (problems,) if isinstance(problems, str) else tuple(problems)
+        super().__init__("\n".join(self.problems))
 
 
 # -- the plan ---------------------------------------------------------------------------------
 
 
-def targets_module() -> ModuleType:
-    """The vegeta targets generator, the one source of the scenarios' requests, loaded from its file."""
-    spec = importlib.util.spec_from_file_location("perflab_targets", TARGETS_SCRIPT)
-    if spec is None or spec.loader is None:
-        raise VerifyInputError(f"cannot load {TARGETS_SCRIPT}")
-    module = importlib.util.module_from_spec(spec)
-    # Its dataclasses look their module up by name while the file runs.
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
-
-
 def scenario_file(name_or_path: str) -> Path:
-    path = Path(name_or_path)
-    if path.suffix not in (".yml", ".yaml"):
-        path = SCENARIOS_DIR / f"{name_or_path}.yml"
+    """A scenario's file: a path to a .yml/.yaml file, or a name under scenarios/."""
+    path = scenarios.path_of(name_or_path)
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in SCENARIOS_DIR.glob("*.yml")))
-        raise VerifyInputError(f"no scenario {name_or_path!r} ({path} is not a file); one of {known}")
+        known = ", ".join(scenarios.builtin_names())
+        raise VerifyInputError(f"no scenario {name_or_path!r} ({path} is not a file); one of {known}, "
+                               "or the path of a scenario file (.yml or .yaml)")
     return path
 
 
-def load_scenario(path: Path) -> dict[str, Any]:
+def _shown_path(path: Path) -> str:
+    """The scenario file as the messages name it: relative to the checkout when it is in it."""
     try:
-        scenario = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise VerifyInputError(f"{path}: cannot read the scenario: {exc}") from None
-    if not isinstance(scenario, dict):
-        raise VerifyInputError(f"{path}: a scenario is a mapping")
-    endpoints = scenario.get("endpoints")
-    threads = scenario.get("threads")
-    if not (isinstance(scenario.get("name"), str) and isinstance(scenario.get("script"), str)
-            and isinstance(endpoints, list) and endpoints and all(isinstance(e, str) for e in endpoints)
-            and isinstance(threads, int) and threads >= 1):
-        raise VerifyInputError(f"{path}: a scenario needs name, script, endpoints (a list of 'METHOD /route') "
-                               f"and threads (>= 1)")
-    return scenario
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def type_names(scenario: scenarios.Scenario) -> list[str]:
+    """Each request's type name, in the file's order: "METHOD /route" as Scenario.endpoints()
+    spells its path, with " (request-name)" when another request shares it."""
+    routes = [dataclasses.replace(scenario, requests=(request,)).endpoints()[0] for request in scenario.requests]
+    return [route if routes.count(route) == 1 else f"{route} ({request.name})"
+            for route, request in zip(routes, scenario.requests)]
 
 
 def _request(target: Mapping[str, Any], base_url: str) -> dict[str, Any]:
     """A vegeta target line as the plan's request: method, path, headers, body text."""
     url = str(target["url"])
     if not url.startswith(base_url):
-        raise VerifyInputError(f"the generator made a request outside {base_url}: {url}")
+        raise VerifyInputError(f"the scenario made a request outside {base_url}: {url}")
     request: dict[str, Any] = {"method": target["method"], "path": url[len(base_url):] or "/"}
     headers = {name: values[0] for name, values in target.get("header", {}).items()}
     if headers:
@@ -159,91 +147,125 @@ def _request(target: Mapping[str, Any], base_url: str) -> dict[str, Any]:
     return request
 
 
-def _sequence(script: str, base_url: str, threads: int, env_options: Sequence[str],
-              environment: Mapping[str, str]) -> Iterator[dict[str, Any]]:
-    """The scenario's own request sequence, as vegeta gets it, with the verify's KEY_PHASE."""
-    module = targets_module()
-    argv = ["--script", script, "--base-url", base_url, "--count", str(SEQUENCE_CAP),
-            "--key-phase", str(VERIFY_KEY_PHASE), "--host-index", "0", "--hosts", "1"]
-    if "WRK_THREADS" not in environment:
-        argv += ["--threads", str(threads)]
-    for option in env_options:
-        argv += ["--env", option]
-    try:
-        args = module.parse_args(argv)
-        targets_plan = module.build_plan(args, dict(environment))
-    except module.BadInput as exc:
-        raise VerifyInputError(f"the scenario's request sequence: {exc}") from None
-    except SystemExit:
-        raise VerifyInputError(f"the scenario's request sequence: perflab_targets.py refused {argv}") from None
-    counts = {operation: 0 for operation in module.OPERATIONS[script]}
-    for line in module.targets(targets_plan, counts):
-        yield _request(json.loads(line), targets_plan.base_url)
+def _sequence(compiled: scenarios.Compiled, threads: int, base_url: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The compiled scenario's requests as vegeta gets them (`perflab scenario show --tool vegeta`)
+    from host 0 of 1 with the verify's KEY_PHASE: (the request's name, the plan's request)."""
+    placement = scenarios.Placement(threads, 0, 1, VERIFY_KEY_PHASE)
+    for sent in itertools.islice(scenarios.sent(compiled, placement), SEQUENCE_CAP):
+        yield sent[0], _request(json.loads(scenarios.vegeta_line(sent, base_url)), base_url)
 
 
-def make_plan(scenario_path: Path, base_url: str, environment: Mapping[str, str] | None = None,
-              env_options: Sequence[str] = (), burst: int = BURST, attempts: int = ATTEMPTS,
+def compile_for_verify(scenario: scenarios.Scenario, directory: Path, parameters: Mapping[str, str],
+                       weights: Mapping[str, float]) -> tuple[scenarios.Compiled, list[str]]:
+    """The scenario compiled as the run compiles it with PARAMETERS and WEIGHTS (the compiler's own
+    refusals), and the requests a weight of 0 leaves out: the run never sends them (a request of
+    weight 0 is never drawn nor given a turn, so the others' sequence is the one without it)."""
+    names = {request.name for request in scenario.requests}
+    dropped = [name for name, weight in weights.items() if weight == 0 and name in names]
+    if not dropped:
+        return scenarios.compile_scenario(scenario, directory, parameters, weights), []
+    left = {name: weight for name, weight in weights.items() if name not in dropped}
+    # Every other weight and parameter as the compiler judges them, against every request.
+    scenarios.compile_scenario(scenario, directory, parameters, left)
+    kept = tuple(request for request in scenario.requests if request.name not in dropped)
+    if not kept:
+        raise VerifyInputError(f"{scenario.name}: every request has weight 0: the run would send nothing to verify")
+    return scenarios.compile_scenario(dataclasses.replace(scenario, requests=kept), directory, parameters, left), dropped
+
+
+def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] | None = None,
+              weights: Mapping[str, float] | None = None, burst: int = BURST, attempts: int = ATTEMPTS,
               concurrency: int = CONCURRENCY, api: OpenApi | None = None) -> dict[str, Any]:
-    """The verify plan of one scenario against the app at base_url (see the module's docstring)."""
+    """The verify plan of the scenario in SCENARIO_PATH, with the run's PARAMETERS (--set) and
+    WEIGHTS (--weight), against the app at BASE_URL (see the module's docstring)."""
     if burst < 1 or attempts < 1 or concurrency < 1:
         raise VerifyInputError(f"burst, attempts and concurrency are >= 1, got {burst}, {attempts}, {concurrency}")
-    scenario = load_scenario(scenario_path)
-    api = api or OpenApi()
+    parameters, weights = dict(parameters or {}), dict(weights or {})
+    try:
+        scenario = scenarios.load(scenario_path)
+        compiled, dropped = compile_for_verify(scenario, scenario_path.parent, parameters, weights)
+    except scenarios.ScenarioError as error:
+        raise VerifyInputError(error.problems) from None
     split = urlsplit(base_url)
     if split.scheme not in ("http", "https") or not split.hostname or split.path not in ("", "/"):
         raise VerifyInputError(f"--base-url must be http(s)://host[:port], got {base_url!r}")
     base_url = base_url.rstrip("/")
-    endpoints: list[str] = scenario["endpoints"]
+    api = api or OpenApi()
+    names = dict(zip((request.name for request in scenario.requests), type_names(scenario)))
+    wanted = [request for request in scenario.requests if request.name not in dropped]
     warmup = 2 * concurrency  # enough to have every connection a burst can use open
     needed = warmup + burst * attempts
-    found: dict[str, list[dict[str, Any]]] = {}
-    environment = dict(os.environ if environment is None else environment)
-    for request in _sequence(scenario["script"], base_url, scenario["threads"], env_options, environment):
-        route = api.route_of(request["method"], request["path"].split("?")[0])
-        name = f"{request['method']} {route}"
-        if route is None or name not in endpoints:
-            raise VerifyInputError(f"scenario {scenario['name']}: its sequence sends {request['method']} "
-                                   f"{request['path']}, which is not one of its endpoints {endpoints}")
-        requests = found.setdefault(name, [])
-        if len(requests) < needed:
-            requests.append(request)
-        if len(found) == len(endpoints) and all(len(r) >= needed for r in found.values()):
-            break
+    found: dict[str, list[dict[str, Any]]] = {request.name: [] for request in wanted}
+    short = len(found)  # types with fewer requests than needed
+    try:
+        for name, planned in _sequence(compiled, scenario.threads, base_url):
+            requests = found[name]
+            if len(requests) < needed:
+                requests.append(planned)
+                if len(requests) == needed:
+                    short -= 1
+                    if not short:
+                        break
+    except scenario_play.PlayError as error:
+        raise VerifyInputError(f"scenario {scenario.name}: {error}") from None
     types = []
-    for name in endpoints:
-        requests = found.get(name, [])
-        if not requests:
-            continue  # a weight of 0: the run sends none either
+    file = _shown_path(scenario_path)
+    for request in wanted:
+        requests = found[request.name]
         if len(requests) < needed:
-            raise VerifyInputError(f"scenario {scenario['name']}: {name} is too rare in its sequence: "
+            raise VerifyInputError(f"scenario {scenario.name}: {names[request.name]} is too rare in its sequence: "
                                    f"{len(requests)} in {SEQUENCE_CAP} requests, the verify needs {needed}")
-        method, route = name.split(" ", 1)
-        types.append(_type_plan(api, method, route, requests[:warmup], requests[warmup:], burst))
+        types.append(_type_plan(api, request, names[request.name], file, requests[:warmup], requests[warmup:], burst))
     return {
-        "format": PLAN_FORMAT, "version": FORMAT_VERSION, "scenario": scenario["name"], "base_url": base_url,
-        "key_phase": VERIFY_KEY_PHASE, "burst": burst, "attempts": attempts, "concurrency": concurrency,
-        "timeout_s": TIMEOUT_S, "max_body_bytes": MAX_BODY_BYTES, "tolerance": TOLERANCE,
-        "skipped": [name for name in endpoints if name not in found],
+        "format": PLAN_FORMAT, "version": FORMAT_VERSION, "scenario": scenario.name, "scenario_file": file,
+        "parameters": {name: parameters.get(name, variable.parameter.default)
+                       for name, variable in scenario.variables.items() if variable.parameter is not None},
+        "weights": {request.name: weights.get(request.name, request.weight) for request in scenario.requests},
+        "base_url": base_url, "threads": scenario.threads, "key_phase": VERIFY_KEY_PHASE, "burst": burst,
+        "attempts": attempts, "concurrency": concurrency, "timeout_s": TIMEOUT_S, "max_body_bytes": MAX_BODY_BYTES,
+        "tolerance": TOLERANCE,
+        "skipped": [names[name] for name in dropped],
         "types": types,
     }
 
 
-def _type_plan(api: OpenApi, method: str, route: str, warmup: list[dict[str, Any]],
+def _type_plan(api: OpenApi, request: scenarios.Request, name: str, file: str, warmup: list[dict[str, Any]],
                measured: list[dict[str, Any]], burst: int) -> dict[str, Any]:
-    status = SEQUENCE_STATUS.get((method, route))
-    if status is None:
-        raise VerifyInputError(f"verify knows no status for the scenarios' {method} {route} requests: "
-                               "add it to perflab/verify.py's SEQUENCE_STATUS")
-    try:
-        answer = api.answer(method, route, status)
-    except ContractError as exc:
-        raise VerifyInputError(str(exc)) from None
-    statements, why = observe.expected_statements({(method, route, str(status)): 1.0})
-    if statements is None:
-        raise VerifyInputError(why)
+    method, route = request.method, name.split(" ")[1]
+    status = request.expect.status
+    documented = api.route_of(method, route)
+    answer: Answer | None = None
+    if documented is not None:
+        try:
+            answer = api.answer(method, documented, status)
+        except ContractError:
+            answer = None  # a status the contract does not document: the scenario's expect alone
+    statements: dict[str, float] | None = None
+    said_by = doc = not_counted = None
+    if request.statements is not None:
+        statements = {kind: float(request.statements.get(kind, 0)) for kind in KINDS}
+        said_by, doc = "the scenario", file
+    elif documented is not None:
+        counted, why = observe.expected_statements({(method, documented, str(status)): 1.0})
+        if counted is not None:
+            statements = {kind: float(getattr(counted, kind)) for kind in KINDS}
+            said_by, doc = "the contract", CONTRACT_DOC
+        else:
+            not_counted = f"the scenario gives none and {why}"
+    else:
+        not_counted = "the scenario gives none"
     return {
-        "name": f"{method} {route}", "method": method, "route": route,
-        "expect": {**answer.to_json(), "statements": {kind: getattr(statements, kind) for kind in KINDS}},
+        "name": name, "request": request.name, "method": method, "route": route,
+        "expect": {
+            "status": status,
+            "contract": None if answer is None else f"{method} {documented}",
+            "content": {} if answer is None else answer.content,
+            "headers": {} if answer is None else answer.headers,
+            "media_type": request.expect.media_type, "json_field": request.expect.json_field,
+            "body_pattern": request.expect.body_pattern,
+            "statements": statements, "statements_by": said_by, "statements_doc": doc,
+            "statements_not_counted": not_counted,
+        },
         "warmup": warmup,
         "bursts": [measured[start:start + burst] for start in range(0, len(measured), burst)],
     }
@@ -252,26 +274,48 @@ def _type_plan(api: OpenApi, method: str, route: str, warmup: list[dict[str, Any
 # -- the check --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What the plan expects of a type's answers and statements."""
+
+    status: int
+    contract: Answer | None  # the contract's documented answer, when it documents the route and status
+    media_type: str | None
+    json_field: str | None
+    body_pattern: re.Pattern[str] | None
+    statements: dict[str, float] | None  # None: not judged
+    statements_by: str  # "the scenario" or "the contract"
+    statements_doc: str  # the file that says so
+    not_counted: str  # why the statements are not judged
+
+
 @dataclass
 class TypeVerdict:
     name: str
     problem: str | None = None  # the failing check, one line; None when it passed
     answers: dict[str, int] = field(default_factory=dict)  # status (or "no answer") -> count
     per_request: list[dict[str, float]] = field(default_factory=list)  # each burst's statements per request
-    expected: dict[str, float] = field(default_factory=dict)
+    expected: dict[str, float] = field(default_factory=dict)  # empty: the statements are not judged
     shown: list[dict[str, Any]] = field(default_factory=list)  # a few answers, bodies cut short
+    by_contract: bool = False  # the contract's checks applied to the answers
+    not_counted: str = ""  # why the statements are not judged
 
     @property
     def line(self) -> str:
         if self.problem:
             return self.problem
-        statements = ", ".join(f"{self.per_request_best[k]:.2f} {k}" for k in KINDS)
         answers = ", ".join(f"{n} x {status}" for status, n in sorted(self.answers.items()))
-        return f"verify: {self.name} ok: {answers} as the contract says; statements per request {statements}"
+        said = "as the scenario and the contract say" if self.by_contract else "as the scenario says"
+        if not self.expected:
+            return f"verify: {self.name} ok: {answers} {said}; statements not counted: {self.not_counted}"
+        statements = ", ".join(f"{self.per_request_best[k]:.2f} {k}" for k in KINDS)
+        return f"verify: {self.name} ok: {answers} {said}; statements per request {statements}"
 
     @property
     def per_request_best(self) -> dict[str, float]:
-        return min(self.per_request, key=self._deviation) if self.per_request else {}
+        if not self.per_request:
+            return {}
+        return min(self.per_request, key=self._deviation) if self.expected else self.per_request[0]
 
     def _deviation(self, figures: Mapping[str, float]) -> float:
         return max(abs(figures[k] - self.expected[k]) for k in KINDS)
@@ -286,6 +330,13 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     value = data.get(name) if isinstance(data, Mapping) else None
     if not isinstance(value, kind) or isinstance(value, bool):
         raise VerifyInputError(f"{where}: '{name}' is missing or not a {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _optional(data: Mapping[str, Any], name: str, where: str) -> str | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, str):
+        raise VerifyInputError(f"{where}: '{name}' is not a string")
     return value
 
 
@@ -307,6 +358,37 @@ def _check_format(document: Any, expected: str, where: str) -> Mapping[str, Any]
     if document.get("version") != FORMAT_VERSION:
         raise VerifyInputError(f"{where}: version {document.get('version')!r}, this perflab reads {FORMAT_VERSION}")
     return document
+
+
+def expected_of(planned: Mapping[str, Any], name: str) -> Expected:
+    """The plan's expectations of type NAME; VerifyInputError for one it cannot use."""
+    where = f"the plan's {name}"
+    expect = _field(planned, "expect", Mapping, where)
+    status = expect.get("status")
+    if not (isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599):
+        raise VerifyInputError(f"{where}: an expected status is an HTTP status code, not {status!r}")
+    answer = None
+    if _optional(expect, "contract", where) is not None:
+        try:
+            # Labelled with the type's name, so that the contract's messages name the type.
+            answer = Answer.from_json(_field(planned, "method", str, where), name.split(" ", 1)[-1], expect)
+        except ContractError as exc:
+            raise VerifyInputError(f"{where}: {exc}") from None
+    pattern = _optional(expect, "body_pattern", where)
+    try:
+        body_pattern = None if pattern is None else re.compile(pattern)
+    except re.error as exc:
+        raise VerifyInputError(f"{where}: body_pattern is not a regular expression: {exc}") from None
+    statements = None
+    if expect.get("statements") is not None:
+        statements = _counters(expect["statements"], f"{where} statements")
+    return Expected(
+        status=status, contract=answer, media_type=_optional(expect, "media_type", where),
+        json_field=_optional(expect, "json_field", where), body_pattern=body_pattern, statements=statements,
+        statements_by=_optional(expect, "statements_by", where) or "the plan",
+        statements_doc=_optional(expect, "statements_doc", where) or "the verify plan",
+        not_counted=_optional(expect, "statements_not_counted", where) or "the plan gives none",
+    )
 
 
 def _shown(response: Mapping[str, Any]) -> dict[str, Any]:
@@ -334,8 +416,44 @@ def statements_per_request(attempt: Mapping[str, Any], own: Mapping[str, float],
     return figures
 
 
-def _check_answers(verdict: TypeVerdict, answer: Answer, responses: Sequence[Any], base_url: str,
-                   where: str) -> None:
+def _holds(document: Any, dotted: str) -> bool:
+    """Whether a parsed JSON body holds the field at a dotted path (owner.id; a number indexes a list)."""
+    for part in dotted.split("."):
+        if isinstance(document, Mapping) and part in document:
+            document = document[part]
+        elif isinstance(document, list) and part.isdigit() and int(part) < len(document):
+            document = document[int(part)]
+        else:
+            return False
+    return True
+
+
+def scenario_problem(name: str, expected: Expected, status: int, headers: Mapping[str, str], body: str) -> str | None:
+    """What the scenario's own expect finds wrong with an answer of the expected status, in one line."""
+    label = f"{name} {status}"
+    received = {header.lower(): value for header, value in headers.items()}
+    if expected.media_type is not None:
+        content_type = received.get("content-type")
+        if contract.media_type(content_type) != contract.media_type(expected.media_type):
+            return (f"verify: {label}: Content-Type {content_type!r}, the scenario expects {expected.media_type}; "
+                    f"body: {contract.quote(body)}")
+    if expected.json_field is not None:
+        try:
+            parsed = json.loads(body)
+        except json.JSONDecodeError:
+            return (f"verify: {label}: the body is not JSON, the scenario expects a field {expected.json_field} in "
+                    f"it; body: {contract.quote(body)}")
+        if not _holds(parsed, expected.json_field):
+            return (f"verify: {label}: the JSON body has no field {expected.json_field}, which the scenario "
+                    f"expects; body: {contract.quote(body)}")
+    if expected.body_pattern is not None and not expected.body_pattern.search(body):
+        return (f"verify: {label}: the body does not match the scenario's body_pattern "
+                f"{expected.body_pattern.pattern!r}; body: {contract.quote(body)}")
+    return None
+
+
+def _check_answers(verdict: TypeVerdict, expected: Expected, responses: Sequence[Any], base_url: str,
+                   scenario_file: str, where: str) -> None:
     for response in responses:
         if not isinstance(response, Mapping):
             raise VerifyInputError(f"{where}: a response is not an object")
@@ -344,21 +462,25 @@ def _check_answers(verdict: TypeVerdict, answer: Answer, responses: Sequence[Any
         verdict.answers[key] = verdict.answers.get(key, 0) + 1
         if verdict.problem:
             continue
+        body = str(response.get("body", ""))
         if "error" in response or not isinstance(status, int):
             verdict.problem = f"verify: {verdict.name}: no answer from {base_url}: {response.get('error', 'no status')}"
-        elif status != answer.status:
-            verdict.problem = (f"verify: {verdict.name} answered {status}, the contract says {answer.status} for the "
-                               f"scenario's requests ({CONTRACT_DOC}); body: {contract.quote(str(response.get('body', '')))}")
+        elif status != expected.status:
+            verdict.problem = (f"verify: {verdict.name} answered {status}, the scenario expects {expected.status} "
+                               f"({scenario_file}); body: {contract.quote(body)}")
         elif response.get("truncated"):
             verdict.problem = (f"verify: {verdict.name}: a body over {response.get('body_bytes')} bytes, more than "
                                "the verify keeps: it cannot check its shape")
         else:
             headers = response.get("headers", {})
-            try:
-                contract.check_answer(answer, status, headers if isinstance(headers, Mapping) else {},
-                                      str(response.get("body", "")))
-            except ContractError as exc:
-                verdict.problem = f"verify: {exc}"
+            headers = headers if isinstance(headers, Mapping) else {}
+            if expected.contract is not None:
+                try:
+                    contract.check_answer(expected.contract, status, headers, body)
+                except ContractError as exc:
+                    verdict.problem = f"verify: {exc}"
+            if not verdict.problem:
+                verdict.problem = scenario_problem(verdict.name, expected, status, headers, body)
         if verdict.problem:
             verdict.shown.append(_shown(response))
 
@@ -368,18 +490,16 @@ def check(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[TypeVerdi
     plan = _check_format(plan, PLAN_FORMAT, "the plan")
     results = _check_format(results, RESULTS_FORMAT, "the results")
     base_url = _field(plan, "base_url", str, "the plan")
+    scenario_file = _field(plan, "scenario_file", str, "the plan")
     tolerance = float(_field(plan, "tolerance", (int, float), "the plan"))
     own = _counters(results.get("own"), "the results' own statements per reading")
     received = {t.get("name"): t for t in _field(results, "types", list, "the results") if isinstance(t, Mapping)}
     verdicts = []
     for planned in _field(plan, "types", list, "the plan"):
         name = _field(planned, "name", str, "a type of the plan")
-        expect = _field(planned, "expect", Mapping, f"the plan's {name}")
-        try:
-            answer = Answer.from_json(planned["method"], planned["route"], expect)
-        except (ContractError, KeyError) as exc:
-            raise VerifyInputError(f"the plan's {name}: {exc}") from None
-        verdict = TypeVerdict(name=name, expected=_counters(expect.get("statements"), f"the plan's {name} statements"))
+        expected = expected_of(planned, name)
+        verdict = TypeVerdict(name=name, expected=dict(expected.statements or {}),
+                              by_contract=expected.contract is not None, not_counted=expected.not_counted)
         verdicts.append(verdict)
         got = received.get(name)
         if got is None:
@@ -391,15 +511,15 @@ def check(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[TypeVerdi
         for index, attempt in enumerate(attempts):
             where = f"the results' {name} burst {index + 1}"
             verdict.per_request.append(statements_per_request(attempt, own, where))
-            _check_answers(verdict, answer, attempt["responses"], base_url, where)
+            _check_answers(verdict, expected, attempt["responses"], base_url, scenario_file, where)
             verdict.shown.append(_shown(attempt["responses"][0]))
-        if verdict.problem:
+        if verdict.problem or not verdict.expected:
             continue
         best = verdict.per_request_best
         for kind in KINDS:
             if abs(best[kind] - verdict.expected[kind]) >= tolerance:
-                verdict.problem = (f"verify: {name} issued {best[kind]:.2f} {kind}s per request, the contract says "
-                                   f"{verdict.expected[kind]:g} ({CONTRACT_DOC})")
+                verdict.problem = (f"verify: {name} issued {best[kind]:.2f} {kind}s per request, "
+                                   f"{expected.statements_by} says {verdict.expected[kind]:g} ({expected.statements_doc})")
                 break
     return verdicts
 
@@ -462,23 +582,25 @@ def _positive(text: str) -> int:
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `perflab verify plan|check` to the CLI."""
     sub = commands.add_parser(
-        "verify", help="before a run: the app answers the scenario's requests as the contract says (plan, check)",
-        description="The bench's verify phase (TechEmpower's verify): `plan` writes the requests and what the "
-                    "contract expects of them, roles/bench/files/verify_app.py sends them from the db host and "
-                    "counts the DB statements, `check` judges its results.",
+        "verify", help="before a run: the app answers the scenario's requests as it expects (plan, check)",
+        description="The bench's verify phase (TechEmpower's verify): `plan` writes the scenario's requests and "
+                    "what the scenario (and the contract, on its routes) expects of them, "
+                    "roles/bench/files/verify_app.py sends them from the db host and counts the DB statements, "
+                    "`check` judges its results.",
     )
     steps = sub.add_subparsers(required=True, metavar="STEP")
     plan = steps.add_parser(
         "plan", help="the verify's requests and expectations for one scenario (JSON)",
-        description="For each request type of the scenario, requests from its own sequence (the vegeta "
-                    "targets generator, knobs from the environment as the loadgen host reads them, fresh keys "
-                    f"of KEY_PHASE {VERIFY_KEY_PHASE}) and the contract's expectations.",
-        epilog="exit codes: 0 written; 2 usage error; 4 bad input (one line says which and why)",
+        description="For each request of the scenario file, requests from its own sequence (compiled with "
+                    "--set and --weight as `perflab scenario compile` takes them, played as vegeta gets it "
+                    f"with fresh keys of KEY_PHASE {VERIFY_KEY_PHASE}), what the scenario expects of the answers "
+                    "(and the contract, on the routes it documents) and the DB statements per request.",
+        epilog="exit codes: 0 written; 2 usage error; 4 bad input (one line per problem says which and why)",
     )
-    plan.add_argument("scenario", metavar="SCENARIO", help="a scenario file, or a name under scenarios/")
+    plan.add_argument("scenario", metavar="SCENARIO", help="a scenario file (.yml or .yaml), or a name under scenarios/")
     plan.add_argument("--base-url", required=True, metavar="URL", help="the app as the load generator reaches it")
-    plan.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                      help="a knob of the request sequence (WRITE_RATIO, LATENCY_MS, ...), over the environment")
+    # --set NAME=VALUE and --weight REQUEST=W, as `perflab scenario compile` takes them.
+    scenarios._add_mix_options(plan)
     plan.add_argument("--burst", type=_positive, default=BURST, metavar="N", help=f"requests per burst ({BURST})")
     plan.add_argument("--attempts", type=_positive, default=ATTEMPTS, metavar="A",
                       help=f"measured bursts per type ({ATTEMPTS})")
@@ -498,14 +620,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     judge.set_defaults(command=_check)
 
 
-def _fail(message: str) -> int:
-    print(f"perflab verify: error: {message}", file=sys.stderr)
+def _fail(problems: str | Sequence[str]) -> int:
+    for line in (problems,) if isinstance(problems, str) else problems:
+        print(f"perflab verify: error: {line}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
 def _plan(args: argparse.Namespace) -> int:
+    parameters, weights, wrong = scenarios._mix_options(args)
+    if wrong:
+        return _fail(wrong)
     try:
-        plan = make_plan(scenario_file(args.scenario), args.base_url, env_options=args.env, burst=args.burst,
+        plan = make_plan(scenario_file(args.scenario), args.base_url, parameters, weights, burst=args.burst,
                          attempts=args.attempts, concurrency=args.concurrency)
         if args.output is None:
             print(json.dumps(plan, indent=2))
@@ -513,9 +639,10 @@ def _plan(args: argparse.Namespace) -> int:
             _write_json(args.output, plan)
             print(f"verify plan: {plan['scenario']}: "
                   + "; ".join(f"{t['name']} {t['expect']['status']}" for t in plan["types"])
+                  + (f" (skipped, weight 0: {', '.join(plan['skipped'])})" if plan["skipped"] else "")
                   + f" ({plan['burst']} requests a burst, {plan['attempts']} bursts) -> {args.output}")
     except VerifyInputError as exc:
-        return _fail(str(exc))
+        return _fail(exc.problems)
     return EXIT_OK
 
 
@@ -528,7 +655,7 @@ def _check(args: argparse.Namespace) -> int:
         if args.output is not None:
             rundir.save_verify(args.output, verdict)
     except VerifyInputError as exc:
-        return _fail(str(exc))
+        return _fail(exc.problems)
     except OSError as exc:
         return _fail(f"cannot write {args.output}: {exc.strerror}")
     for type_verdict in verdicts:

@@ -6,7 +6,7 @@
 -- counts and writes the percentile table.
 -- Per request: a draw, one table.concat per template into a buffer built once, and wrk.format; a
 -- request that uses no variable is formatted once per thread, and a scenario of one such request
--- is left to wrk2 itself (no request() at all), as greeting.lua and hello-latency.lua were.
+-- is left to wrk2 itself (no request() at all), as wrk2 does best.
 local script_dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local perflab = dofile(script_dir .. "perflab.lua")
 local data = dofile(assert(os.getenv("PERFLAB_SCENARIO_DATA"), "PERFLAB_SCENARIO_DATA names no compiled scenario"))

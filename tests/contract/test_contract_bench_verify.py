@@ -1,6 +1,6 @@
 """The bench's verify phase (perflab verify, roles/bench/files/verify_app.py) against real apps.
 
-As the bench runs it, minus Ansible: `perflab verify plan` on the scenario, the db-host script run
+As the bench runs it, minus Ansible: `perflab verify plan` on the scenario file, the db-host script run
 the way the bench's task runs it (`python3 -c <its source>`, the plan on stdin) with the private
 MariaDB's own client over its socket, then `perflab verify check`. Every app the suite starts
 passes it for every scenario; two deploy-time settings of Spring MVC that break the contract are
@@ -99,12 +99,12 @@ def test_an_extra_select_per_request_is_refused(variant_db: MariaDB, work_dir: P
     finally:
         app.stop()
     assert checked.returncode == 1, checked.stdout
-    line = "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
+    # The scenario's first request is the write; every type is judged, and the read issues its extra select too.
+    line = "verify: POST /zipcodes issued 2.00 selects per request, the scenario says 1 (scenarios/zipcodes.yml)"
     assert checked.stderr == line + "\n"
     assert verdict["status"] == "failed" and verdict["reason"] == line
-    # Every type is judged: the write issues its extra select too.
     assert [t["check"] for t in verdict["types"]][1] == (
-        "verify: POST /zipcodes issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)")
+        "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the scenario says 1 (scenarios/zipcodes.yml)")
 
 
 def test_a_wrong_body_is_refused(variant_db: MariaDB, work_dir: Path) -> None:

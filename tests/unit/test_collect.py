@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from perflab import collect, rundir
-from perflab.observations import DbSessions
+from perflab import collect, observe, rundir
+from perflab.observations import DbSessions, Observations
 
 from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
 from .helpers import bench_inputs as load_inputs
@@ -100,6 +100,32 @@ def test_collect_of_a_vegeta_run_reads_its_raw_results(tmp_path: Path) -> None:
     result = json.loads((run_dir / "result.json").read_text())
     assert result["tool"] == "vegeta" and result["requests"] > 0 and result["scenario"]["name"] == "greeting"
     assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
+
+
+def test_collect_expects_the_statements_the_scenarios_requests_give(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """observe() gets the statements per request to expect from the scenario as run: its requests' own over
+    the contract's table; the contract's alone for inputs recorded before the requests were."""
+    given: list[object] = []
+    real = observe.observe
+
+    def recorded(*args: Any, **kwargs: Any) -> Observations:
+        given.append(args[6] if len(args) > 6 else kwargs["statements"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(observe, "observe", recorded)
+    inputs = bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], [])
+    inputs["run"]["scenario"]["requests"] = [
+        {"name": "greet", "weight": 1, "method": "GET", "path": "/greeting/${name}", "expect": {"status": 200},
+         "statements": {"select": 1}, "headers": {}}]
+    run_dir = run_dir_with(tmp_path, inputs, {"vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
+    collect.collect(run_dir, CLOSED_PROMETHEUS)
+    del inputs["run"]["scenario"]["requests"]
+    (run_dir / "bench-inputs.json").write_text(json.dumps(inputs))
+    collect.collect(run_dir, CLOSED_PROMETHEUS)
+    own, before = given
+    assert own == {**observe.CONTRACT_STATEMENTS, ("GET", "/greeting/{name}", "200"): (1.0, 0.0, 0.0, 0.0)}
+    assert before is observe.CONTRACT_STATEMENTS
 
 
 def test_a_missing_raw_output_stops_collect_with_one_line_and_leaves_the_run_incomplete(tmp_path: Path) -> None:

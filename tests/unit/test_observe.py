@@ -6,15 +6,19 @@ import dataclasses
 import re
 import socket
 import threading
+from pathlib import Path
 
 import pytest
 
-from perflab import audit, observe, tiers
+from perflab import audit, observe, rundir, scenario, tiers
 from perflab.audit import THRESHOLDS, Status
+from perflab.model import from_jsonable
 from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable, Sample
 from perflab.observations import DbSessions, Observations, Saturation, StatementsPerRequest, TierCpu
 
 from .test_audit import STEADY, rule_result
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def test_expected_statements_follow_the_mix_served() -> None:
@@ -65,6 +69,111 @@ def test_an_ambiguous_or_unknown_route_leaves_the_expectation_unknown() -> None:
     expected, why = observe.expected_statements({("POST", "/orders", "404"): 3.0})
     assert expected is None and why == "the contract has no statement count for POST /orders answered 404"
     assert observe.expected_statements({})[0] is None
+
+
+def request(name: str, method: str, path: str, status: int, statements: dict[str, float] | None,
+            weight: float = 1.0) -> rundir.ScenarioRequest:
+    """A request of the scenario as run, as bench-inputs.json records it (loadgen.scenario.requests)."""
+    recorded: dict[str, object] = {"name": name, "weight": weight, "method": method, "path": path,
+                                   "expect": {"status": status}, "headers": {}}
+    if statements is not None:
+        recorded["statements"] = statements
+    read = from_jsonable(rundir.ScenarioRequest, recorded, "request")
+    assert isinstance(read, rundir.ScenarioRequest)
+    return read
+
+
+# Spring PetClinic as a user's scenario file would give it: its routes are not in the contract's
+# table, and the app's uri label names the owner's id {ownerId} where the file says ${id}.
+PETCLINIC = (
+    request("find", "GET", "/owners?lastName=${last}", 200, {"select": 2}, weight=1),
+    request("show", "GET", "/owners/${id}", 200, {"select": 3}, weight=3),
+    request("add", "POST", "/owners/new", 302, {"insert": 1}, weight=1),
+)
+PETCLINIC_SERVED = {("GET", "/owners", "200"): 200.0, ("GET", "/owners/{ownerId}", "200"): 600.0,
+                    ("POST", "/owners/new", "302"): 200.0}
+
+
+def test_a_scenarios_statements_are_expected_of_routes_the_contract_does_not_know() -> None:
+    assert observe.expected_statements(PETCLINIC_SERVED) == (
+        None, "the contract has no statement count for GET /owners answered 200")
+    table = observe.statements_table(PETCLINIC)
+    # Keyed as Scenario.endpoints() spells the routes: the query dropped, ${id} as {id}; the exact status.
+    assert table[("GET", "/owners", "200")] == (2.0, 0.0, 0.0, 0.0)
+    assert table[("GET", "/owners/{id}", "200")] == (3.0, 0.0, 0.0, 0.0)
+    assert table[("POST", "/owners/new", "302")] == (0.0, 1.0, 0.0, 0.0)  # kinds left out are 0
+    expected, why = observe.expected_statements(PETCLINIC_SERVED, table)
+    assert why == ""
+    assert expected == StatementsPerRequest(select=(400 + 1800) / 1000, insert=0.2, update=0.0, delete=0.0)
+    # The route's shape decides, not its variables' names; its literal segments and status must match.
+    assert observe.route_shape("/owners/{ownerId}") == observe.route_shape("/owners/{id}") == ("", "owners", "{}")
+    assert observe.expected_statements({("GET", "/owners/{ownerId}/pets", "200"): 1.0}, table) == (
+        None, "neither the scenario's requests nor the contract give a statement count for GET "
+              "/owners/{ownerId}/pets answered 200")
+    assert observe.expected_statements({("POST", "/owners/new", "200"): 1.0}, table)[0] is None
+    # A 4xx the table does not give still costs no statement (the contract's rule).
+    assert observe.expected_statements({("GET", "/owners/{ownerId}", "404"): 1.0}, table)[0] == (
+        StatementsPerRequest(0.0, 0.0, 0.0, 0.0))
+
+
+def test_a_scenarios_statements_take_precedence_over_the_contracts() -> None:
+    """A scenario that says GET /zipcodes/${code} costs 2 selects (the contract: 1) and POST /zipcodes 201 a
+    select, an insert and an update: its own word counts for those, the contract's for the rest (404s)."""
+    table = observe.statements_table((
+        request("lookup", "GET", "/zipcodes/${code}", 200, {"select": 2}, weight=3),
+        request("create", "POST", "/zipcodes", 201, {"select": 1, "insert": 1, "update": 1}),
+    ))
+    served = {("GET", "/zipcodes/{zip}", "200"): 300.0, ("POST", "/zipcodes", "201"): 100.0}
+    assert observe.expected_statements(served, table) == (
+        StatementsPerRequest(select=1.75, insert=0.25, update=0.25, delete=0.0), "")
+    # The contract's entries of the same method, route shape and status are the scenario's now.
+    assert ("GET", "/zipcodes/{zip}", "2xx") in table and ("POST", "/zipcodes", "201") in table
+    assert observe.expected_statements({("GET", "/zipcodes/{zip}", "404"): 1.0}, table)[0] == (
+        StatementsPerRequest(1.0, 0.0, 0.0, 0.0))  # the contract's, which the scenario does not say
+    assert observe.expected_statements({("POST", "/zipcodes", "200"): 1.0}, table)[0] == (
+        StatementsPerRequest(1.0, 0.0, 0.0, 0.0))
+
+
+def test_requests_without_statements_fall_back_to_the_contract() -> None:
+    zipcodes = (request("lookup", "GET", "/zipcodes/${zip}", 200, None, weight=3),
+                request("create", "POST", "/zipcodes", 201, {"select": 1, "insert": 1, "update": 1}))
+    served = {("GET", "/zipcodes/{zip}", "200"): 300.0, ("POST", "/zipcodes", "201"): 100.0}
+    assert observe.expected_statements(served, observe.statements_table(zipcodes)) == (
+        StatementsPerRequest(select=1.0, insert=0.25, update=0.25, delete=0.0), "")
+    # None gives statements: the contract's table itself, as for a run recorded before the requests were.
+    assert observe.statements_table(request(r.name, r.method, r.path, 200, None) for r in PETCLINIC) is (
+        observe.CONTRACT_STATEMENTS)
+    assert observe.statements_table(()) is observe.CONTRACT_STATEMENTS
+    # A user's route without statements (nor a contract entry): unknown, and it says why.
+    table = observe.statements_table((*PETCLINIC[1:], request("find", "GET", "/owners", 200, None)))
+    assert observe.expected_statements(PETCLINIC_SERVED, table) == (
+        None, "neither the scenario's requests nor the contract give a statement count for GET /owners answered 200")
+
+
+def test_requests_that_share_a_route_share_its_expectation() -> None:
+    """Two requests on one route and status: the app counts them together, so the expectation is their
+    statements weighted by their weights as run; where one of them says nothing, the scenario says nothing
+    for the route (a request not sent, weight 0, does not count)."""
+    by_id = request("by-id", "GET", "/owners/${id}", 200, {"select": 3}, weight=3)
+    by_owner = request("by-owner", "GET", "/owners/${ownerId}", 200, {"select": 1, "update": 1}, weight=1)
+    table = observe.statements_table((by_id, by_owner))
+    assert table == {("GET", "/owners/{id}", "200"): (2.5, 0.0, 0.25, 0.0)} | dict(observe.CONTRACT_STATEMENTS)
+    silent = request("silent", "GET", "/owners/${x}", 200, None)
+    assert observe.statements_table((by_id, silent)) is observe.CONTRACT_STATEMENTS
+    unsent = request("unsent", "GET", "/owners/${x}", 200, None, weight=0)
+    assert observe.statements_table((by_id, unsent))[("GET", "/owners/{id}", "200")] == (3.0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yml")), ids=lambda path: path.stem)
+def test_the_lab_scenarios_statements_are_the_contracts(path: Path) -> None:
+    """The lab's own scenario files say what the contract's table says of their routes: a run of them is
+    judged as before their requests were recorded."""
+    recorded = from_jsonable(rundir.ScenarioInputs, scenario.as_run(scenario.load(path), path), "scenario")
+    assert isinstance(recorded, rundir.ScenarioInputs) and recorded.requests
+    table = observe.statements_table(recorded.requests)
+    for r in recorded.requests:
+        served = {(r.method, r.route, r.status): 1.0}
+        assert observe.expected_statements(served, table) == observe.expected_statements(served), r.name
 
 
 def test_write_shares_by_interval() -> None:
@@ -433,6 +542,17 @@ def test_prometheus_gone_in_the_middle_leaves_every_figure_not_read_unobserved()
         assert found.unobserved[name].startswith("no Prometheus data: Prometheus at http://127.0.0.1:9090 is "
                                                  "unreachable"), name
     assert "write_share_by_third" not in found.unobserved
+
+
+def test_the_statements_to_expect_reach_the_observer() -> None:
+    """observe() judges the app's requests against the table it is given (collect: the scenario's over the
+    contract's): 2 selects per GET /zipcodes/{zip} where the scenario says so, the contract's 1 by default."""
+    window = observe.Window(1000.0, 1060.0, quiet_s=7.0)
+    table = observe.statements_table((request("lookup", "GET", "/zipcodes/${code}", 200, {"select": 2}),))
+    found = observe.observe(GoneMidway(answers=8), window, "quarkus", {}, statements=table)  # type: ignore[arg-type]
+    assert found.expected_statements_per_request == StatementsPerRequest(2.0, 0.0, 0.0, 0.0)
+    found = observe.observe(GoneMidway(answers=8), window, "quarkus", {})  # type: ignore[arg-type]
+    assert found.expected_statements_per_request == StatementsPerRequest(1.0, 0.0, 0.0, 0.0)
 
 
 def test_a_query_prometheus_refuses_costs_its_own_figure_only() -> None:

@@ -20,7 +20,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from perflab import rundir, sweep
+from perflab import rundir, scenario, sweep
 from perflab.results import load
 from perflab.model import dumps, load_document
 
@@ -258,3 +258,60 @@ def test_bench_inputs_from_before_several_loadgen_hosts_still_load(tmp_path: Pat
     (tmp_path / rundir.BENCH_INPUTS).write_text(json.dumps(document))
     inputs = rundir.read_bench_inputs(tmp_path)
     assert (inputs.measured_files, inputs.scrape_interval_s, inputs.repetition) == (("vegeta-measure.jsonl.gz",), 5.0, {})
+
+
+# The scenario as run with its requests, as role loadgen records it (perflab scenario compile --as-run):
+# each request as the file spells it, its weight as run, `statements` only where the file gives them.
+PETCLINIC_AS_RUN = {
+    "name": "petclinic", "rate": 100, "connections": 8, "threads": 2, "slo_p99_ms": 100,
+    "endpoints": ["GET /owners", "GET /owners/{id}", "POST /owners/new"],
+    "requests": [
+        {"name": "find", "weight": 2, "method": "GET", "path": "/owners?lastName=${last}",
+         "expect": {"status": 200, "media_type": "text/html", "body_pattern": "Owners"}, "statements": {"select": 2},
+         "headers": {"Accept": "text/html"}},
+        {"name": "show", "weight": 3.5, "method": "GET", "path": "/owners/${id}", "expect": {"status": 200},
+         "headers": {}},
+        {"name": "add", "weight": 1, "method": "POST", "path": "/owners/new", "expect": {"status": 302},
+         "statements": {"insert": 1}, "headers": {}, "body": {"form": {"lastName": "${last}"}}},
+    ],
+    "parameters": {}, "file": "scenarios/petclinic.yml",
+}
+
+
+def test_the_scenarios_requests_as_run_are_read_and_older_inputs_load_without_them(tmp_path: Path) -> None:
+    document = bench_inputs("vegeta", 100, ["vegeta-measure.jsonl.gz"], [])
+    document["run"]["scenario"] = PETCLINIC_AS_RUN
+    jsonschema.validate(document | {"schema_version": 1}, schema(rundir.BENCH_INPUTS))
+    (tmp_path / rundir.BENCH_INPUTS).write_text(json.dumps(document))
+    find, show, add = rundir.read_bench_inputs(tmp_path).run.scenario.requests
+    assert (find.name, find.method, find.weight, find.status, find.route, find.statements) == (
+        "find", "GET", 2.0, "200", "/owners", {"select": 2.0})
+    assert (show.route, show.weight, show.statements) == ("/owners/{id}", 3.5, None)  # the file gives none
+    assert (add.status, add.route, add.statements) == ("302", "/owners/new", {"insert": 1.0})
+    # Before the requests were recorded: none, and the rest as it was read.
+    older = bench_inputs("vegeta", 100, ["vegeta-measure.jsonl.gz"], [])
+    (tmp_path / rundir.BENCH_INPUTS).write_text(json.dumps(older))
+    assert rundir.read_bench_inputs(tmp_path).run.scenario.requests == ()
+    assert rundir.read_bench_inputs(BEFORE / BEFORE_RUN).run.scenario.requests == ()
+    # A statement kind no DB counts is refused with its place.
+    wrong = json.loads(json.dumps(document))
+    wrong["run"]["scenario"]["requests"][0]["statements"] = {"selects": 2}
+    (tmp_path / rundir.BENCH_INPUTS).write_text(json.dumps(wrong))
+    with pytest.raises(rundir.RunFileError, match=r"BenchInputs.run.scenario.requests\[0\]: statements.selects: "
+                                                  "unknown kind; allowed: select, insert, update, delete"):
+        rundir.read_bench_inputs(tmp_path)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "scenarios").glob("*.yml")), ids=lambda path: path.stem)
+def test_every_scenario_as_run_is_read_with_its_requests(tmp_path: Path, path: Path) -> None:
+    """What `perflab scenario compile --as-run` writes of each scenario file, the bench records as
+    loadgen.scenario: it reads, requests and all, with the routes Scenario.endpoints() spells."""
+    loaded = scenario.load(path)
+    document = bench_inputs("vegeta", 100, ["vegeta-measure.jsonl.gz"], [])
+    document["run"]["scenario"] = scenario.as_run(loaded, path)
+    (tmp_path / rundir.BENCH_INPUTS).write_text(json.dumps(document))
+    read = rundir.read_bench_inputs(tmp_path).run.scenario
+    assert [r.name for r in read.requests] == [r.name for r in loaded.requests]
+    assert tuple(dict.fromkeys(f"{r.method} {r.route}" for r in read.requests)) == loaded.endpoints()
+    assert [r.statements for r in read.requests] == [r.statements for r in loaded.requests]
+    assert [int(r.status) for r in read.requests] == [r.expect.status for r in loaded.requests]

@@ -1,9 +1,11 @@
 """perflab verify: the plan of each scenario, the judgement of the db host's results, and the db-host
 script itself (roles/bench/files/verify_app.py) against a stand-in app and a stand-in DB client.
 
-The plan's requests are compared with the vegeta targets generator run as the loadgen host runs it
-(a subprocess), so the verify sends the scenario's own requests. The check's results are what a
-correct app and DB would give, then one thing broken at a time: each must fail with its one line.
+The plan's requests are compared with the compiled scenario played by perflab/scenario_play.py (the
+player vegeta's targets come from) at the verify's KEY_PHASE, so the verify sends the scenario's own
+requests. The check's results are what a correct app and DB would give, then one thing broken at a
+time: each must fail with its one line. A scenario of an app outside the lab's contract (Spring
+PetClinic's owners) is judged by its own `expect` alone, its statements only where it gives them.
 """
 
 from __future__ import annotations
@@ -17,78 +19,174 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from perflab import rundir, verify
-from perflab.contract import OpenApi
+from perflab import rundir, scenario_play, verify
+from perflab import scenario as sc
 from perflab.observe import CONTRACT_STATEMENTS
 
 from .test_cli import perflab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TARGETS_SCRIPT = REPO_ROOT / "roles" / "loadgen" / "files" / "vegeta" / "perflab_targets.py"
 DB_HOST_SCRIPT = REPO_ROOT / "roles" / "bench" / "files" / "verify_app.py"
 BASE_URL = "http://10.0.0.3:8080"
 KINDS = ("select", "insert", "update", "delete")
 SERVER = "perflab-test"
 DATE = "Tue, 24 Nov 2026 08:00:00 GMT"
 
-# Each scenario's request types as the verify must plan them: (name, status, statements per request).
+# Each scenario's request types as the verify must plan them, in the file's order: (name, status,
+# statements per request).
 EXPECTED_TYPES = {
-    "zipcodes": [("GET /zipcodes/{zip}", 200, (1, 0, 0, 0)), ("POST /zipcodes", 201, (1, 1, 0, 0))],
+    "zipcodes": [("POST /zipcodes", 201, (1, 1, 0, 0)), ("GET /zipcodes/{zip}", 200, (1, 0, 0, 0))],
     "books-orders": [("GET /books", 200, (1, 0, 0, 0)), ("POST /books", 201, (0, 1, 0, 0)),
                      ("POST /orders", 201, (2, 1, 0, 0))],
     "greeting": [("GET /greeting/{name}", 200, (0, 0, 0, 0))],
     "hello-latency": [("GET /hello/{latency}", 200, (0, 0, 0, 0))],
     "plaintext-json": [("GET /plaintext", 200, (0, 0, 0, 0)), ("GET /json", 200, (0, 0, 0, 0))],
 }
-THREADS = {"zipcodes": 2, "books-orders": 2, "greeting": 2, "hello-latency": 2, "plaintext-json": 2}
+
+# A scenario of an app the lab's contract knows nothing of (Spring PetClinic): two requests on one
+# route, one without statements, a JSON API with a field to find.
+PETCLINIC = """\
+name: petclinic
+rate: 50
+duration: 60s
+warmup: 10s
+slo_p99_ms: 100
+slo_reason: one or two indexed queries a request
+connections: 4
+threads: 2
+requests:
+  - name: find_owners
+    weight: 2
+    method: GET
+    path: /owners?lastName=${last_name}
+    expect: {status: 200, media_type: text/html, body_pattern: "<h2>Owners</h2>"}
+    statements: {select: 2}
+  - name: list_owners
+    weight: 1
+    method: GET
+    path: /owners?lastName=
+    expect: {status: 200, media_type: text/html}
+    statements: {select: 1}
+  - name: owner
+    weight: 1
+    method: GET
+    path: /owners/${id}
+    expect: {status: 200, media_type: text/html}
+  - name: owner_json
+    weight: 1
+    method: GET
+    path: /api/owners/${id}
+    expect: {status: 200, media_type: application/json, json_field: owner.id}
+    statements: {select: 1}
+variables:
+  last_name: {pick: {values: [Davis, Franklin, "O'Hara"]}}
+  id: {uniform: {min: 1, max: 10}}
+"""
+# A scenario on the contract's routes whose requests give no statements: the contract's count.
+CONTRACT_ROUTES = """\
+name: contract-routes
+rate: 100
+duration: 60s
+warmup: 10s
+slo_p99_ms: 50
+slo_reason: one indexed query a request
+connections: 4
+threads: 2
+requests:
+  - name: read
+    weight: 1
+    method: GET
+    path: /zipcodes/${zip}
+    expect: {status: 200, media_type: application/json}
+  - name: missing_order
+    weight: 1
+    method: POST
+    path: /orders
+    body: {json: '{"bookId":999999,"userId":1}'}
+    expect: {status: 404}
+variables:
+  zip: {uniform: {min: 10000, max: 49999}}
+"""
+PETCLINIC_TYPES = ["GET /owners (find_owners)", "GET /owners (list_owners)", "GET /owners/{id}", "GET /api/owners/{id}"]
+OWNERS_PAGE = "<html><body><h2>Owners</h2><table><tr><td>George Franklin</td></tr></table></body></html>"
 
 
-def plan_of(scenario: str, environment: Mapping[str, str] | None = None, **options: Any) -> dict[str, Any]:
-    return verify.make_plan(verify.scenario_file(scenario), BASE_URL, environment=environment or {}, **options)
+def plan_of(scenario: str | Path, parameters: Mapping[str, str] | None = None,
+            weights: Mapping[str, float] | None = None, **options: Any) -> dict[str, Any]:
+    return verify.make_plan(verify.scenario_file(str(scenario)), BASE_URL, parameters, weights, **options)
 
 
-def generator_sequence(scenario: str, count: int, environment: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """The targets generator's requests, run as the loadgen host runs it, with the verify's key phase."""
-    script = verify.load_scenario(verify.scenario_file(scenario))["script"]
-    done = subprocess.run(
-        [sys.executable, str(TARGETS_SCRIPT), "--script", script, "--base-url", BASE_URL, "--count", str(count),
-         "--threads", str(THREADS[scenario]), "--key-phase", str(verify.VERIFY_KEY_PHASE)],
-        capture_output=True, text=True, timeout=60, env=dict(environment or {}),
-    )
-    assert done.returncode == 0, done.stderr
-    return [verify._request(json.loads(line), BASE_URL) for line in done.stdout.splitlines()]
+@pytest.fixture
+def petclinic(tmp_path: Path) -> Path:
+    path = tmp_path / "petclinic.yml"
+    path.write_text(PETCLINIC)
+    return path
+
+
+def played(file: Path, parameters: Mapping[str, str] | None = None, weights: Mapping[str, float] | None = None,
+           count: int = 2000) -> list[tuple[str, dict[str, Any]]]:
+    """The scenario compiled and played as the loadgen host plays it for vegeta, with the verify's key
+    phase: (request name, method, path, headers, body) as the plan writes a request."""
+    scenario = sc.load(file)
+    compiled = sc.compile_scenario(scenario, file.parent, parameters, weights)
+    placement = scenario_play.Placement(scenario.threads, 0, 1, verify.VERIFY_KEY_PHASE)
+    sequence = []
+    for name, method, path, headers, body in islice(scenario_play.sent(compiled, placement), count):
+        request: dict[str, Any] = {"method": method, "path": path}
+        if headers:
+            request["headers"] = dict(headers)
+        if body:
+            request["body"] = body
+        sequence.append((name, request))
+    return sequence
+
+
+def requests_of(planned: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(planned["warmup"]) + [r for burst in planned["bursts"] for r in burst]
+
+
+def assert_the_scenarios_own_requests(plan: Mapping[str, Any], file: Path, parameters: Mapping[str, str] | None = None,
+                                      weights: Mapping[str, float] | None = None) -> None:
+    sequence = played(file, parameters, weights)
+    for planned in plan["types"]:
+        # A warm-up that can open every connection a burst uses, then the bursts.
+        assert len(planned["warmup"]) == 2 * plan["concurrency"]
+        assert [len(b) for b in planned["bursts"]] == [plan["burst"]] * plan["attempts"]
+        # The requests are the scenario's own, in the sequence's order.
+        requests = requests_of(planned)
+        of_type = [request for name, request in sequence if name == planned["request"]]
+        assert requests == of_type[:len(requests)]
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED_TYPES))
 def test_the_plan_of_each_scenario(scenario: str) -> None:
     plan = plan_of(scenario)
-    assert (plan["format"], plan["version"], plan["scenario"], plan["base_url"]) == (
-        "perflab-verify-plan", 1, scenario, BASE_URL)
-    assert plan["skipped"] == []
+    assert (plan["format"], plan["version"], plan["scenario"], plan["base_url"], plan["key_phase"]) == (
+        "perflab-verify-plan", 2, scenario, BASE_URL, 9)
+    assert (plan["scenario_file"], plan["threads"], plan["skipped"]) == (f"scenarios/{scenario}.yml", 2, [])
     got = [(t["name"], t["expect"]["status"], tuple(t["expect"]["statements"][k] for k in KINDS)) for t in plan["types"]]
     assert got == EXPECTED_TYPES[scenario]
-    sequence = generator_sequence(scenario, 2000)
-    api = OpenApi()
+    file = verify.SCENARIOS_DIR / f"{scenario}.yml"
+    assert [t["request"] for t in plan["types"]] == [r.name for r in sc.load(file).requests]
+    assert_the_scenarios_own_requests(plan, file)
     for planned in plan["types"]:
         method, route = planned["name"].split(" ", 1)
-        assert (planned["method"], planned["route"]) == (method, route)
-        # The contract's statements for this route and status (perflab/observe.py's table).
-        status_class = str(planned["expect"]["status"])
+        expect = planned["expect"]
+        assert (planned["method"], planned["route"], expect["contract"]) == (method, route, planned["name"])
+        # The scenario file's statements, which agree with the contract's (perflab/observe.py's table).
+        assert (expect["statements_by"], expect["statements_doc"]) == ("the scenario", f"scenarios/{scenario}.yml")
+        status_class = str(expect["status"])
         table = CONTRACT_STATEMENTS.get((method, route, status_class)) or CONTRACT_STATEMENTS[(method, route, "2xx")]
-        assert tuple(planned["expect"]["statements"][k] for k in KINDS) == table
-        # A warm-up that can open every connection a burst uses, then the bursts.
-        assert len(planned["warmup"]) == 2 * plan["concurrency"]
-        assert [len(b) for b in planned["bursts"]] == [plan["burst"]] * plan["attempts"]
-        # The requests are the scenario's own, in the sequence's order.
-        requests = planned["warmup"] + [r for burst in planned["bursts"] for r in burst]
-        of_type = [r for r in sequence if r["method"] == method and api.route_of(method, r["path"]) == route]
-        assert requests == of_type[:len(requests)]
+        assert tuple(expect["statements"][k] for k in KINDS) == table
+        # The scenario's own expect, beside the contract's.
+        assert expect["media_type"] == ("text/plain" if "text/plain" in expect["content"] else "application/json")
     # What the contract documents for the answer, from openapi.yaml.
     for planned in plan["types"]:
         content = planned["expect"]["content"]
@@ -101,7 +199,7 @@ def test_the_plan_of_each_scenario(scenario: str) -> None:
 def test_the_writes_use_fresh_keys_of_their_own() -> None:
     plan = plan_of("zipcodes")
     posts = next(t for t in plan["types"] if t["name"] == "POST /zipcodes")
-    zips = [json.loads(r["body"])["zip"] for r in posts["warmup"] + [r for b in posts["bursts"] for r in b]]
+    zips = [json.loads(r["body"])["zip"] for r in requests_of(posts)]
     assert len(set(zips)) == len(zips) == 2 * verify.CONCURRENCY + verify.BURST * verify.ATTEMPTS
     # KEY_PHASE 0 and 1 are the warm-up's and the measured phase's: their keys start with 0 and 1.
     assert all(z.startswith("9") and len(z) == 10 for z in zips), zips[:3]
@@ -110,18 +208,36 @@ def test_the_writes_use_fresh_keys_of_their_own() -> None:
     assert all(10000 <= int(r["path"].rsplit("/", 1)[1]) <= 49999 for r in reads["bursts"][0])
 
 
-def test_the_knobs_come_from_the_environment_as_on_the_loadgen_host() -> None:
-    greeting = plan_of("greeting", {"GREETING_NAME": "verify"})
+def test_parameters_and_weights_as_the_compiler_takes_them() -> None:
+    greeting = plan_of("greeting", {"name": "verify"})
     assert {r["path"] for r in greeting["types"][0]["bursts"][0]} == {"/greeting/verify"}
-    hello = plan_of("hello-latency", {"LATENCY_MS": "5"})
+    assert greeting["parameters"] == {"name": "verify"}
+    hello = plan_of("hello-latency", {"latency": "5"})
     assert {r["path"] for r in hello["types"][0]["bursts"][0]} == {"/hello/5"}
-    # A mix without writes: the run sends no POST, the verify none either, and says so.
-    reads_only = plan_of("zipcodes", {"WRITE_RATIO": "0"})
+    # Another mix: the sequence the run plays with it.
+    weighted = plan_of("zipcodes", weights={"write": 3})
+    assert weighted["weights"] == {"write": 3, "read": 0.5}
+    assert_the_scenarios_own_requests(weighted, verify.SCENARIOS_DIR / "zipcodes.yml", weights={"write": 3})
+    # A weight of 0: the run sends none of it, the verify none either, and says so.
+    reads_only = plan_of("zipcodes", weights={"write": 0})
     assert [t["name"] for t in reads_only["types"]] == ["GET /zipcodes/{zip}"]
     assert reads_only["skipped"] == ["POST /zipcodes"]
-    # --env overrides the environment, as perflab_targets.py's does.
-    overridden = plan_of("greeting", {"GREETING_NAME": "verify"}, env_options=["GREETING_NAME=other"])
-    assert overridden["types"][0]["bursts"][0][0]["path"] == "/greeting/other"
+    # The reads are those of the scenario without its writes: as with a weight too small to be drawn
+    # (the least the compiler takes), since a request's weight moves no variable of the others.
+    assert_the_scenarios_own_requests(reads_only, verify.SCENARIOS_DIR / "zipcodes.yml", weights={"write": 1e-300})
+
+
+def test_the_cli_takes_set_and_weight(tmp_path: Path) -> None:
+    done = perflab("verify", "plan", "greeting", "--base-url", BASE_URL, "--set", "name=cli", "--burst", "2",
+                   "--attempts", "1", "--concurrency", "1")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert {r["path"] for r in json.loads(done.stdout)["types"][0]["bursts"][0]} == {"/greeting/cli"}
+    done = perflab("verify", "plan", "zipcodes", "--base-url", BASE_URL, "--weight", "write=0",
+                   "--output", tmp_path / "plan.json")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (f"verify plan: zipcodes: GET /zipcodes/{{zip}} 200 (skipped, weight 0: POST /zipcodes) "
+                           f"(40 requests a burst, 2 bursts) -> {tmp_path / 'plan.json'}\n")
+    assert json.loads((tmp_path / "plan.json").read_text())["skipped"] == ["POST /zipcodes"]
 
 
 def test_smaller_bursts_on_request() -> None:
@@ -130,13 +246,69 @@ def test_smaller_bursts_on_request() -> None:
     assert [len(t["warmup"]) for t in plan["types"]] == [4, 4]
 
 
+def test_a_scenario_outside_the_contract(petclinic: Path) -> None:
+    plan = plan_of(petclinic)
+    assert (plan["scenario"], plan["scenario_file"]) == ("petclinic", str(petclinic))
+    assert [t["name"] for t in plan["types"]] == PETCLINIC_TYPES
+    assert_the_scenarios_own_requests(plan, petclinic)
+    find, listing, owner, api = plan["types"]
+    assert find["route"] == "/owners" and find["bursts"][0][0]["path"].startswith("/owners?lastName=")
+    assert {r["path"] for r in requests_of(find)} == {"/owners?lastName=Davis", "/owners?lastName=Franklin",
+                                                      "/owners?lastName=O%27Hara"}
+    assert find["expect"] == {
+        "status": 200, "contract": None, "content": {}, "headers": {}, "media_type": "text/html", "json_field": None,
+        "body_pattern": "<h2>Owners</h2>", "statements": {"select": 2.0, "insert": 0.0, "update": 0.0, "delete": 0.0},
+        "statements_by": "the scenario", "statements_doc": str(petclinic), "statements_not_counted": None,
+    }
+    assert listing["expect"]["statements"]["select"] == 1
+    # No statements in the file, none in the contract: not judged, and why.
+    assert (owner["expect"]["statements"], owner["expect"]["statements_not_counted"]) == (None, "the scenario gives none")
+    assert api["expect"]["json_field"] == "owner.id"
+
+
+def test_statements_from_the_contract_when_the_scenario_gives_none(tmp_path: Path) -> None:
+    path = tmp_path / "contract-routes.yml"
+    path.write_text(CONTRACT_ROUTES)
+    plan = plan_of(path)
+    read, missing = plan["types"]
+    assert (read["expect"]["statements"], read["expect"]["statements_by"], read["expect"]["statements_doc"]) == (
+        {"select": 1.0, "insert": 0.0, "update": 0.0, "delete": 0.0}, "the contract", "apps/contract/README.md")
+    # A status the contract documents, whose count it cannot tell (an unknown book, or user?).
+    assert missing["expect"]["contract"] == "POST /orders" and missing["expect"]["statements"] is None
+    assert missing["expect"]["statements_not_counted"] == (
+        "the scenario gives none and the contract has no statement count for POST /orders answered 404")
+
+    def answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        if name == "POST /orders":
+            text = json.dumps({"status": 404, "errors": ["book 999999 is unknown"]})
+            return {"status": 404, "headers": {"content-type": "application/json"}, "body": text,
+                    "body_bytes": len(text), "truncated": False, "seconds": 0.002}
+        return correct_answer(name, request)
+
+    lines = judged(plan, results_for(plan, per_request=lambda name: (2, 0, 0, 0) if name.startswith("GET") else (
+        3, 0, 0, 0), answer=answer))
+    assert lines == [
+        "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)",
+        "verify: POST /orders ok: 80 x 404 as the scenario and the contract say; statements not counted: the "
+        "scenario gives none and the contract has no statement count for POST /orders answered 404",
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["plan", "no-such-scenario", "--base-url", BASE_URL], "no scenario 'no-such-scenario'"),
         (["plan", "zipcodes", "--base-url", "ftp://app"], "--base-url must be http(s)://host[:port]"),
-        (["plan", "zipcodes", "--base-url", BASE_URL, "--env", "WRITE_RATIO=2"], "WRITE_RATIO must be in 0..1"),
-        (["plan", "zipcodes", "--base-url", BASE_URL, "--env", "RATE=5"], "--env takes NAME=VALUE"),
+        (["plan", "zipcodes", "--base-url", BASE_URL, "--weight", "write=-1"],
+         "zipcodes: the weight of write must be a number above 0, got -1"),
+        (["plan", "zipcodes", "--base-url", BASE_URL, "--weight", "writes=2"],
+         "zipcodes: writes is not a request of the scenario; its requests are write, read"),
+        (["plan", "zipcodes", "--base-url", BASE_URL, "--weight", "write"], "--weight takes REQUEST=NUMBER, got 'write'"),
+        (["plan", "greeting", "--base-url", BASE_URL, "--set", "who=me"],
+         "greeting: who is not a parameter of the scenario; its parameters are name"),
+        (["plan", "greeting", "--base-url", BASE_URL, "--set", "name"], "--set takes NAME=VALUE, got 'name'"),
+        (["plan", "zipcodes", "--base-url", BASE_URL, "--weight", "write=0", "--weight", "read=0"],
+         "zipcodes: every request has weight 0: the run would send nothing to verify"),
     ],
 )
 def test_plan_refuses_bad_input_in_one_line(args: list[str], message: str) -> None:
@@ -146,9 +318,25 @@ def test_plan_refuses_bad_input_in_one_line(args: list[str], message: str) -> No
     assert message in done.stderr
 
 
+def test_plan_refuses_a_bad_scenario_file_with_the_scenario_modules_lines(petclinic: Path) -> None:
+    petclinic.write_text(PETCLINIC.replace("rate: 50", "rate: 0"))
+    done = perflab("verify", "plan", petclinic, "--base-url", BASE_URL)
+    assert (done.returncode, done.stdout) == (4, "")
+    assert done.stderr == (f"perflab verify: error: {petclinic}: rate: 0 is out of range; allowed: requests per "
+                           "second, 1 or more\n")
+    # One line per problem, as `perflab scenario check` says them.
+    petclinic.write_text(PETCLINIC.replace("rate: 50", "rate: 0").replace("threads: 2", "threads: 0"))
+    done = perflab("verify", "plan", petclinic, "--base-url", BASE_URL)
+    assert done.returncode == 4 and done.stderr.count("\n") == 2
+    assert all(line.startswith(f"perflab verify: error: {petclinic}: ") for line in done.stderr.splitlines())
+
+
 def test_plan_usage_errors() -> None:
     done = perflab("verify", "plan", "zipcodes", "--base-url", BASE_URL, "--burst", "0")
     assert done.returncode == 2 and "--burst: must be a whole number >= 1" in done.stderr
+    # The environment's knobs are gone: parameters and weights are --set and --weight.
+    done = perflab("verify", "plan", "zipcodes", "--base-url", BASE_URL, "--env", "WRITE_RATIO=0")
+    assert done.returncode == 2 and "unrecognized arguments: --env" in done.stderr
 
 
 # -- the check ---------------------------------------------------------------------------------
@@ -188,8 +376,8 @@ def results_for(plan: Mapping[str, Any], *, per_request: Callable[[str], tuple[i
     contract's by default), `idle` at rest, `own` per reading of the counters."""
     types = []
     for planned in plan["types"]:
-        counts = per_request(planned["name"]) if per_request else tuple(
-            int(planned["expect"]["statements"][k]) for k in KINDS)
+        expected = planned["expect"]["statements"] or dict.fromkeys(KINDS, 0)
+        counts = per_request(planned["name"]) if per_request else tuple(int(expected[k]) for k in KINDS)
         attempts = [{
             "idle_s": 0.1, "idle": {k: own[i] + idle[i] for i, k in enumerate(KINDS)},
             "burst_s": 0.1, "burst": {k: own[i] + counts[i] * len(burst) for i, k in enumerate(KINDS)},
@@ -198,7 +386,7 @@ def results_for(plan: Mapping[str, Any], *, per_request: Callable[[str], tuple[i
         types.append({"name": planned["name"], "warmup": {"requests": len(planned["warmup"]), "seconds": 0.5,
                                                           "answers": {"200": len(planned["warmup"])}},
                       "attempts": attempts})
-    return {"format": "perflab-verify-results", "version": 1, "host": "db1", "seconds": 1.5,
+    return {"format": "perflab-verify-results", "version": 2, "host": "db1", "seconds": 1.5,
             "own": dict(zip(KINDS, own)), "types": types}
 
 
@@ -223,8 +411,8 @@ def test_a_foreign_app_without_a_db_passes_plaintext_json() -> None:
     plan = plan_of("plaintext-json")
     assert all(t["expect"]["statements"] == dict.fromkeys(KINDS, 0.0) for t in plan["types"])
     lines = judged(plan, results_for(plan, own=(1, 0, 0, 0)))
-    assert lines[0] == ("verify: GET /plaintext ok: 80 x 200 as the contract says; statements per request "
-                        "0.00 select, 0.00 insert, 0.00 update, 0.00 delete")
+    assert lines[0] == ("verify: GET /plaintext ok: 80 x 200 as the scenario and the contract say; statements per "
+                        "request 0.00 select, 0.00 insert, 0.00 update, 0.00 delete")
 
 
 def test_a_wrong_status_fails() -> None:
@@ -234,8 +422,7 @@ def test_a_wrong_status_fails() -> None:
         return {**correct_answer(name, request), **({"status": 200} if name == "POST /zipcodes" else {})}
 
     assert first_failure(plan, results_for(plan, answer=exists)) == (
-        "verify: POST /zipcodes answered 200, the contract says 201 for the scenario's requests "
-        "(apps/contract/README.md); body: '{\"zip\":\"90000-0017\",\"city\":\"City-0016\",\"county\":\"County-016\","
+        "verify: POST /zipcodes answered 200, the scenario expects 201 (scenarios/zipcodes.yml); body: '{\"zip\":\"90000-0017\",\"city\":\"City-0016\",\"county\":\"County-016\","
         "\"state\":\"NY\",\"timezone\":\"America/New_York\",\"type\":\"STANDARD\"}'")
 
 
@@ -303,15 +490,15 @@ def test_the_date_header_is_an_http_date_in_gmt(date: str, passes: bool) -> None
 def test_an_extra_select_per_request_fails() -> None:
     plan = plan_of("zipcodes")
     lines = judged(plan, results_for(plan, per_request=lambda name: (2, 0, 0, 0) if name.startswith("GET") else (1, 1, 0, 0)))
-    assert lines[0] == "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
-    assert lines[1].startswith("verify: POST /zipcodes ok: 80 x 201 as the contract says")
+    assert lines[0].startswith("verify: POST /zipcodes ok: 80 x 201 as the scenario and the contract say")
+    assert lines[1] == "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the scenario says 1 (scenarios/zipcodes.yml)"
 
 
 def test_a_missing_insert_fails() -> None:
     plan = plan_of("books-orders")
     reason = first_failure(plan, results_for(plan, per_request=lambda name: {"POST /books": (0, 0, 0, 0)}.get(
         name, tuple(int(v) for v in next(t for t in plan["types"] if t["name"] == name)["expect"]["statements"].values()))))
-    assert reason == "verify: POST /books issued 0.00 inserts per request, the contract says 1 (apps/contract/README.md)"
+    assert reason == "verify: POST /books issued 0.00 inserts per request, the scenario says 1 (scenarios/books-orders.yml)"
 
 
 def test_no_answer_fails() -> None:
@@ -334,19 +521,19 @@ def test_the_lab_at_rest_is_taken_off_and_a_scrape_in_one_interval_is_within_the
     assert verify.check(plan, steady)[0].per_request_best["select"] == pytest.approx(1.0)
     # One mysqld_exporter scrape (about 10 selects) in a burst only, then in an idle interval only.
     noisy = results_for(plan)
-    noisy["types"][0]["attempts"][0]["burst"]["select"] += 10
-    noisy["types"][1]["attempts"][0]["idle"]["select"] += 10
+    noisy["types"][1]["attempts"][0]["burst"]["select"] += 10
+    noisy["types"][0]["attempts"][0]["idle"]["select"] += 10
     assert first_failure(plan, noisy) is None
     # Beyond the tolerance in one burst but not in the other: noise, which does not repeat.
     once = results_for(plan)
-    once["types"][0]["attempts"][0]["burst"]["select"] += 25
+    once["types"][1]["attempts"][0]["burst"]["select"] += 25
     assert first_failure(plan, once) is None
     # In every burst: the app's.
     always = results_for(plan)
-    for attempt in always["types"][0]["attempts"]:
+    for attempt in always["types"][1]["attempts"]:
         attempt["burst"]["select"] += 25
     assert first_failure(plan, always) == (
-        "verify: GET /zipcodes/{zip} issued 1.62 selects per request, the contract says 1 (apps/contract/README.md)")
+        "verify: GET /zipcodes/{zip} issued 1.62 selects per request, the scenario says 1 (scenarios/zipcodes.yml)")
 
 
 def test_the_db_host_may_stop_after_a_clean_first_burst() -> None:
@@ -363,7 +550,7 @@ def test_the_expectations_are_the_plans() -> None:
     mismatch = copy.deepcopy(plan)
     mismatch["types"][0]["expect"]["statements"]["select"] = 1
     assert first_failure(mismatch, results) == (
-        "verify: GET /greeting/{name} issued 0.00 selects per request, the contract says 1 (apps/contract/README.md)")
+        "verify: GET /greeting/{name} issued 0.00 selects per request, the scenario says 1 (scenarios/greeting.yml)")
     mismatch = copy.deepcopy(plan)
     mismatch["types"][0]["expect"]["content"]["text/plain"] = {"type": "string", "pattern": "^bonjour "}
     assert first_failure(mismatch, results) == (
@@ -371,13 +558,129 @@ def test_the_expectations_are_the_plans() -> None:
         "at []; body: 'hello perflab'")
 
 
+def petclinic_answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """What PetClinic answers: its HTML pages, and its JSON API."""
+    if name == "GET /api/owners/{id}":
+        text, media = json.dumps({"owner": {"id": int(request["path"].rsplit("/", 1)[1]), "lastName": "Davis"}}), \
+            "application/json"
+    else:
+        text, media = OWNERS_PAGE, "text/html;charset=UTF-8"
+    return {"status": 200, "headers": {"content-type": media}, "body": text, "body_bytes": len(text.encode()),
+            "truncated": False, "seconds": 0.004}
+
+
+def changed(type_name: str, **found: Any) -> Callable[[str, Mapping[str, Any]], dict[str, Any]]:
+    """PetClinic's answers, those of TYPE_NAME with FOUND instead (a header as header_NAME, _ for -)."""
+    def answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        given = petclinic_answer(name, request)
+        if name == type_name:
+            for key, value in found.items():
+                if key.startswith("header_"):
+                    given["headers"][key[len("header_"):].replace("_", "-")] = value
+                else:
+                    given[key] = value
+        return given
+    return answer
+
+
+def test_a_scenario_outside_the_contract_is_judged_by_its_expect(petclinic: Path) -> None:
+    plan = plan_of(petclinic)
+    # PetClinic's own statements: 2 and 1 selects; GET /owners/{id}'s, not counted, may be anything.
+    per_request = {"GET /owners (find_owners)": (2, 0, 0, 0), "GET /owners (list_owners)": (1, 0, 0, 0),
+                   "GET /owners/{id}": (7, 0, 0, 0), "GET /api/owners/{id}": (1, 0, 0, 0)}
+    results = results_for(plan, per_request=per_request.__getitem__, answer=petclinic_answer)
+    assert judged(plan, results) == [
+        "verify: GET /owners (find_owners) ok: 80 x 200 as the scenario says; statements per request 2.00 select, "
+        "0.00 insert, 0.00 update, 0.00 delete",
+        "verify: GET /owners (list_owners) ok: 80 x 200 as the scenario says; statements per request 1.00 select, "
+        "0.00 insert, 0.00 update, 0.00 delete",
+        "verify: GET /owners/{id} ok: 80 x 200 as the scenario says; statements not counted: the scenario gives none",
+        "verify: GET /api/owners/{id} ok: 80 x 200 as the scenario says; statements per request 1.00 select, "
+        "0.00 insert, 0.00 update, 0.00 delete",
+    ]
+    assert first_failure(plan, results) is None
+    verdict = verify.document(plan, results, verify.check(plan, results))
+    assert verdict.types[2].expected_statements_per_request == {}
+    assert verdict.types[2].statements_per_request[0]["select"] == 7
+    # Its statements are judged where the scenario gives them.
+    assert first_failure(plan, results_for(plan, per_request=lambda name: (3, 0, 0, 0), answer=petclinic_answer)) == (
+        f"verify: GET /owners (find_owners) issued 3.00 selects per request, the scenario says 2 ({petclinic})")
+
+
+@pytest.mark.parametrize(("answer", "line"), [
+    (changed("GET /owners (find_owners)", header_content_type="application/json"),
+     "verify: GET /owners (find_owners) 200: Content-Type 'application/json', the scenario expects text/html; "
+     "body: '<html><body><h2>Owners</h2><table><tr><td>George Franklin</td></tr></table></body></html>'"),
+    (changed("GET /owners (find_owners)", body="<html><h2>Error</h2></html>"),
+     "verify: GET /owners (find_owners) 200: the body does not match the scenario's body_pattern "
+     "'<h2>Owners</h2>'; body: '<html><h2>Error</h2></html>'"),
+    (changed("GET /owners/{id}", status=404, body="<html>Not Found</html>"),
+     "verify: GET /owners/{id} answered 404, the scenario expects 200 (PETCLINIC); body: '<html>Not Found</html>'"),
+    (changed("GET /api/owners/{id}", body='{"id": 1, "lastName": "Davis"}'),
+     "verify: GET /api/owners/{id} 200: the JSON body has no field owner.id, which the scenario expects; "
+     "body: '{\"id\": 1, \"lastName\": \"Davis\"}'"),
+    (changed("GET /api/owners/{id}", body="<html>owner 1</html>"),
+     "verify: GET /api/owners/{id} 200: the body is not JSON, the scenario expects a field owner.id in it; "
+     "body: '<html>owner 1</html>'"),
+])
+def test_a_scenario_outside_the_contract_fails_in_one_line(petclinic: Path, answer: Callable[[str, Mapping[str, Any]],
+                                                                                           dict[str, Any]],
+                                                           line: str) -> None:
+    plan = plan_of(petclinic)
+    results = results_for(plan, per_request=lambda name: (1, 0, 0, 0) if "list" in name or "api" in name else (
+        2, 0, 0, 0), answer=answer)
+    assert first_failure(plan, results) == line.replace("PETCLINIC", str(petclinic))
+    failed = [v for v in verify.check(plan, results) if v.problem]
+    assert len(failed) == 1 and "\n" not in failed[0].line
+
+
+def test_the_plan_cli_writes_a_scenario_outside_the_contract(petclinic: Path, tmp_path: Path) -> None:
+    done = perflab("verify", "plan", petclinic, "--base-url", BASE_URL, "--weight", "owner=0",
+                   "--set", "last_name=x", "--output", tmp_path / "plan.json")
+    assert done.returncode == 4 and "petclinic: last_name is not a parameter of the scenario; its parameters are " \
+                                    "none" in done.stderr
+    done = perflab("verify", "plan", petclinic, "--base-url", BASE_URL, "--weight", "owner=0",
+                   "--output", tmp_path / "plan.json")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("verify plan: petclinic: GET /owners (find_owners) 200; GET /owners (list_owners) "
+                                  "200; GET /api/owners/{id} 200 (skipped, weight 0: GET /owners/{id}) ")
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    results = results_for(plan, per_request=lambda name: (1, 0, 0, 0) if "list" in name or "api" in name else (
+        2, 0, 0, 0), answer=petclinic_answer)
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    done = perflab("verify", "check", tmp_path / "plan.json", tmp_path / "results.json", "--output",
+                   tmp_path / "verify.json")
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    written = json.loads((tmp_path / "verify.json").read_text())
+    jsonschema.validate(written, json.loads((rundir.SCHEMAS_DIR / "verify.schema.json").read_text()))
+    assert (written["scenario"], written["skipped"]) == ("petclinic", ["GET /owners/{id}"])
+
+
+def test_a_plan_it_cannot_use_is_bad_input() -> None:
+    plan = plan_of("plaintext-json")
+    results = results_for(plan)
+    broken = copy.deepcopy(plan)
+    broken["types"][0]["expect"]["body_pattern"] = "(unclosed"
+    with pytest.raises(verify.VerifyInputError, match="the plan's GET /plaintext: body_pattern is not a regular "
+                                                      "expression: missing \\), unterminated subpattern"):
+        verify.check(broken, results)
+    broken = copy.deepcopy(plan)
+    broken["types"][0]["expect"]["status"] = "200"
+    with pytest.raises(verify.VerifyInputError, match="an expected status is an HTTP status code, not '200'"):
+        verify.check(broken, results)
+    broken = copy.deepcopy(plan)
+    del broken["scenario_file"]
+    with pytest.raises(verify.VerifyInputError, match="the plan: 'scenario_file' is missing"):
+        verify.check(broken, results)
+
+
 @pytest.mark.parametrize(
     ("breakage", "message"),
     [
         (lambda r: r.update(format="other"), "the results: not a perflab-verify-results document"),
-        (lambda r: r.update(version=2), "the results: version 2, this perflab reads 1"),
-        (lambda r: r["types"].pop(), "the results have no POST /zipcodes, which the plan has"),
-        (lambda r: r["types"][0].update(attempts=[]), "the results' GET /zipcodes/{zip}: 0 bursts, the plan has 1 to 2"),
+        (lambda r: r.update(version=1), "the results: version 1, this perflab reads 2"),
+        (lambda r: r["types"].pop(), "the results have no GET /zipcodes/{zip}, which the plan has"),
+        (lambda r: r["types"][0].update(attempts=[]), "the results' POST /zipcodes: 0 bursts, the plan has 1 to 2"),
         (lambda r: r["types"][0]["attempts"][0].update(idle_s=0),
          "an attempt has idle_s and burst_s > 0 and at least one response"),
         (lambda r: r["types"][0]["attempts"][0]["burst"].pop("select"), "burst: no number for select"),
@@ -404,15 +707,17 @@ def test_check_command_writes_verify_json_and_one_line(tmp_path: Path) -> None:
     jsonschema.validate(written, json.loads((rundir.SCHEMAS_DIR / "verify.schema.json").read_text()))
     assert (written["status"], written["reason"], written["db_host"]) == ("ok", None, "db1")
     assert [t["ok"] for t in written["types"]] == [True, True]
-    assert written["types"][0]["statements_per_request"][0] == {"select": 1.0, "insert": 0.0, "update": 0.0, "delete": 0.0}
+    assert written["types"][1]["statements_per_request"][0] == {"select": 1.0, "insert": 0.0, "update": 0.0, "delete": 0.0}
+    assert written["types"][0]["expected_statements_per_request"] == {"select": 1.0, "insert": 1.0, "update": 0.0,
+                                                                      "delete": 0.0}
 
     bad = results_for(plan, per_request=lambda name: (2, 0, 0, 0) if name.startswith("GET") else (1, 1, 0, 0))
     done = subprocess.run([sys.executable, "-m", "perflab", "verify", "check", str(tmp_path / "plan.json"), "-",
                            "--output", str(tmp_path / "verify.json")], input=json.dumps(bad),
                           capture_output=True, text=True, timeout=60)
-    line = "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the contract says 1 (apps/contract/README.md)"
+    line = "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the scenario says 1 (scenarios/zipcodes.yml)"
     assert (done.returncode, done.stderr) == (1, line + "\n")
-    assert done.stdout.splitlines()[0] == line
+    assert done.stdout.splitlines()[1] == line
     written = json.loads((tmp_path / "verify.json").read_text())
     assert (written["status"], written["reason"]) == ("failed", line)
 
@@ -451,8 +756,9 @@ for line in sys.stdin:
 
 @contextmanager
 def stand_in_app(counters: Path, selects_per_request: int) -> Iterator[str]:
-    """An app on loopback: /plaintext and /json as the contract says, every request counted as
-    `selects_per_request` selects in the stand-in DB's counters."""
+    """An app on loopback: /plaintext and /json as the contract says, PetClinic's /owners pages and
+    /api/owners/{id}, every request counted as `selects_per_request` selects in the stand-in DB's
+    counters."""
     lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -463,8 +769,14 @@ def stand_in_app(counters: Path, selects_per_request: int) -> Iterator[str]:
                 found = json.loads(counters.read_text())
                 found["select"] += selects_per_request
                 counters.write_text(json.dumps(found))
-            body, media = ((b"Hello, World!", "text/plain") if self.path == "/plaintext"
-                           else (b'{"message":"Hello, World!"}', "application/json"))
+            if self.path == "/plaintext":
+                body, media = b"Hello, World!", "text/plain"
+            elif self.path.startswith("/owners"):
+                body, media = OWNERS_PAGE.encode(), "text/html;charset=UTF-8"
+            elif self.path.startswith("/api/owners/"):
+                body, media = json.dumps({"owner": {"id": int(self.path.rsplit("/", 1)[1])}}).encode(), "application/json"
+            else:
+                body, media = b'{"message":"Hello, World!"}', "application/json"
             self.send_response_only(200)
             self.send_header("Content-Type", media)
             self.send_header("Server", SERVER)
@@ -497,14 +809,15 @@ def run_db_host_script(plan: Mapping[str, Any], counters: Path) -> subprocess.Co
 
 @pytest.mark.parametrize(("selects", "bursts", "verdict"), [
     (0, [1, 1], None),  # clean and as expected: one burst is enough
-    (1, [2, 2], "verify: GET /plaintext issued 1.00 selects per request, the contract says 0 (apps/contract/README.md)"),
+    (1, [2, 2], "verify: GET /plaintext issued 1.00 selects per request, the scenario says 0 "
+                "(scenarios/plaintext-json.yml)"),
 ])
 def test_the_db_host_script_sends_the_plan_and_counts(tmp_path: Path, selects: int, bursts: list[int],
                                                        verdict: str | None) -> None:
     counters = tmp_path / "counters.json"
     counters.write_text(json.dumps(dict.fromkeys(KINDS, 100)))
     with stand_in_app(counters, selects) as url:
-        plan = verify.make_plan(verify.scenario_file("plaintext-json"), url, environment={}, burst=6, concurrency=3)
+        plan = verify.make_plan(verify.scenario_file("plaintext-json"), url, burst=6, concurrency=3)
         done = run_db_host_script(plan, counters)
     assert (done.returncode, done.stderr) == (0, "")
     results = json.loads(done.stdout)
@@ -521,12 +834,33 @@ def test_the_db_host_script_sends_the_plan_and_counts(tmp_path: Path, selects: i
     assert first_failure(plan, results) == verdict
 
 
+def test_the_db_host_script_runs_one_burst_of_a_type_whose_statements_are_not_judged(tmp_path: Path,
+                                                                                    petclinic: Path) -> None:
+    counters = tmp_path / "counters.json"
+    counters.write_text(json.dumps(dict.fromkeys(KINDS, 100)))
+    with stand_in_app(counters, 2) as url:
+        plan = verify.make_plan(petclinic, url, burst=4, concurrency=2)
+        done = run_db_host_script(plan, counters)
+    assert (done.returncode, done.stderr) == (0, "")
+    results = json.loads(done.stdout)
+    # 2 selects a request: as find_owners expects (clean, one burst), one more than list_owners and
+    # the API expect (a second burst), and GET /owners/{id} is not judged: one burst.
+    assert [(t["name"], len(t["attempts"])) for t in results["types"]] == list(zip(PETCLINIC_TYPES, [1, 2, 1, 2]))
+    lines = [v.line for v in verify.check(plan, results)]
+    assert lines[0].startswith("verify: GET /owners (find_owners) ok: 4 x 200 as the scenario says; ")
+    assert lines[1] == (f"verify: GET /owners (list_owners) issued 2.00 selects per request, the scenario says 1 "
+                        f"({petclinic})")
+    assert lines[2] == ("verify: GET /owners/{id} ok: 4 x 200 as the scenario says; statements not counted: the "
+                        "scenario gives none")
+    assert lines[3].startswith("verify: GET /api/owners/{id} issued 2.00 selects")
+
+
 def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp_path: Path) -> None:
     counters = tmp_path / "counters.json"
     counters.write_text(json.dumps(dict.fromkeys(KINDS, 0)))
     with stand_in_app(counters, 0) as url:
         pass  # the app is gone: its port refuses
-    plan = verify.make_plan(verify.scenario_file("greeting"), url, environment={}, burst=2, attempts=1, concurrency=1)
+    plan = verify.make_plan(verify.scenario_file("greeting"), url, burst=2, attempts=1, concurrency=1)
     done = run_db_host_script(plan, counters)
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout)["types"][0]["attempts"][0]["responses"]
@@ -536,8 +870,15 @@ def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp
 
     refused = subprocess.run([sys.executable, str(DB_HOST_SCRIPT)], input="{}", capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
-    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 1 (perflab verify plan writes one)\n"
+    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 2 (perflab verify plan writes one)\n"
     no_client = subprocess.run([sys.executable, str(DB_HOST_SCRIPT), "--client", str(tmp_path / "no-client")],
                                input=json.dumps(plan), capture_output=True, text=True, timeout=60)
     assert no_client.returncode == 3 and no_client.stderr.startswith("verify_app: cannot read the server's counters with ")
     assert no_client.stderr.count("\n") == 1
+    # A type without its expected statements (neither null nor a number per kind) is refused.
+    plan["types"][0]["expect"].pop("statements")
+    refused = subprocess.run([sys.executable, str(DB_HOST_SCRIPT)], input=json.dumps(plan), capture_output=True,
+                             text=True, timeout=60)
+    assert (refused.returncode, refused.stderr) == (2, "verify_app: the plan's type 'GET /greeting/{name}' has expected "
+                                                       "statements per request that are neither null nor a number per "
+                                                       "kind\n")

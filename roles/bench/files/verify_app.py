@@ -9,10 +9,12 @@ times: before an idle interval as long as the previous burst, after it, and afte
 (one session of the client, each reading timed at its middle). The idle interval is the lab's
 own statements at rest (mysqld_exporter's scrapes, any keep-alive); perflab verify check takes it
 off. The bursts after the first are there to see past those: a burst with nothing at rest that
-counted exactly the plan's statements ends its type's bursts. Before the first type it reads the counters three times back to back: the reader's own statements
-per reading. It prints one JSON document (perflab-verify-results): per type every answer (status,
-headers, body up to the plan's max_body_bytes) and the counters' deltas with the intervals'
-lengths. Judging is perflab verify check's, on the controller.
+counted exactly the plan's statements ends its type's bursts, and so does the first burst of a
+type whose statements the plan does not judge (its expect.statements is null: the scenario gives
+none). Before the first type it reads the counters three times back to back: the reader's own
+statements per reading. It prints one JSON document (perflab-verify-results): per type every
+answer (status, headers, body up to the plan's max_body_bytes) and the counters' deltas with the
+intervals' lengths. Judging is perflab verify check's, on the controller.
 
 The counters are read with the local client (`mysql`, as root over the unix socket, as the
 bench's other steps on the db host do; --client and --client-arg change that), so this runs
@@ -39,7 +41,7 @@ from urllib.parse import urlsplit
 PROG = "verify_app"
 RESULTS_FORMAT = "perflab-verify-results"
 PLAN_FORMAT = "perflab-verify-plan"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 KINDS = ("select", "insert", "update", "delete")
 STATUS_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
               + ", ".join("'Com_%s'" % kind for kind in KINDS) + ")")
@@ -197,9 +199,12 @@ def statuses(answers: List[Dict[str, Any]]) -> Dict[str, int]:
     return counted
 
 
-def clean(attempt: Dict[str, Any], own: Dict[str, int], expected: Dict[str, Any]) -> bool:
-    """Nothing at rest and exactly the plan's statements in the burst: the further bursts, which are
-    there to see past the lab's own statements, would add nothing (judging is the controller's)."""
+def clean(attempt: Dict[str, Any], own: Dict[str, int], expected: Optional[Dict[str, Any]]) -> bool:
+    """Nothing at rest and exactly the plan's statements in the burst, or no statements to judge:
+    the further bursts, which are there to see past the lab's own statements, would add nothing
+    (judging is the controller's)."""
+    if expected is None:
+        return True
     requests = len(attempt["responses"])
     return all(attempt["idle"][kind] == own[kind] and attempt["burst"][kind] - own[kind] == expected[kind] * requests
                for kind in KINDS)
@@ -261,10 +266,12 @@ def check_plan(plan: Any) -> Dict[str, Any]:
                         for r in requests)):
             raise Refused("the plan's type %r needs a name, a warm-up and bursts of requests with a method and a "
                           "path" % (planned.get("name") if isinstance(planned, dict) else planned), 2)
-        statements = (planned.get("expect") or {}).get("statements") if isinstance(planned.get("expect"), dict) else None
-        if not (isinstance(statements, dict)
+        expect = planned.get("expect")
+        statements = expect.get("statements", False) if isinstance(expect, dict) else False
+        if not (statements is None or isinstance(statements, dict)
                 and all(isinstance(statements.get(kind), (int, float)) for kind in KINDS)):
-            raise Refused("the plan's type %r has no expected statements per request" % planned["name"], 2)
+            raise Refused("the plan's type %r has expected statements per request that are neither null nor a "
+                          "number per kind" % planned["name"], 2)
     return plan
 
 
