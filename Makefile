@@ -226,10 +226,15 @@ DB_DELAY_MS ?= 0
 DB_CPU_HOG ?= 0
 SLO_P99_MS ?=
 LATENCY_MS ?=
+# The scenario's parameters and its requests' weights as run, words NAME=VALUE (perflab scenario show lists them):
+# SET="name=alice", WEIGHTS="write=0.2 read=0.8". Empty: the scenario file's.
+SET ?=
+WEIGHTS ?=
 # What every run of a bench, compare or sweep shares; the rate is the sweep's own, the variants each app's.
 RUN_OPTIONS = -e loadgen_duration='$(DURATION)' \
   -e loadgen_warmup='$(WARMUP)' -e loadgen_tool='$(TOOL)' -e bench_db_delay_ms='$(DB_DELAY_MS)' -e bench_db_cpu_hog='$(DB_CPU_HOG)' \
   $(if $(LATENCY_MS),-e loadgen_latency_ms='$(LATENCY_MS)') $(if $(PROFILE),-e app_profile=$(PROFILE)) \
+  $(if $(SET),-e '{"loadgen_scenario_set": "$(SET)"}') $(if $(WEIGHTS),-e '{"loadgen_scenario_weights": "$(WEIGHTS)"}') \
   $(if $(PROFILE_APP),-e bench_profile_app='$(PROFILE_APP)' -e bench_async_profiler_lib=$(abspath $(ASYNC_PROFILER)))
 BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
   $(if $(SLO_P99_MS),-e loadgen_slo_p99_ms='$(SLO_P99_MS)') $(RUN_OPTIONS)

@@ -7,10 +7,11 @@ shared core gives out (on the local default the loadgen shares core 0 with the D
 the controller). Here each tool runs alone, pinned to one core (taskset), against a static server
 that is never the limit: nginx answering every path with 200 and a 13-byte body, pinned to another
 core. Each tool runs as the lab runs it for the greeting scenario (the cheapest workload, so the
-tool's own cost is what is measured): wrk2 from the pinned source with the scenario's Lua script
-and its done() percentile table, vegeta with the lab's -lazy JSON targets written beforehand by
-perflab_targets.py and its -prometheus-addr exporter on (the lab scrapes it), then vegeta without
-the exporter. For each rate: the requests sent, the rate achieved (wrk2: over its recorded window;
+tool's own cost is what is measured), from scenarios/greeting.yml compiled as the bench compiles
+it (`perflab scenario compile`): wrk2 from the pinned source with the generic scenario player
+(perflab/wrk2_scenario.lua, perflab.lua beside it) and its done() percentile table, vegeta with the
+lab's -lazy JSON targets written beforehand by perflab/scenario_play.py and its -prometheus-addr
+exporter on (the lab scrapes it), then vegeta without the exporter. For each rate: the requests sent, the rate achieved (wrk2: over its recorded window;
 vegeta: the requests scheduled within the window that succeeded), the tool's CPU (user + system of
 its process, from wait4) per 1,000 requests, and how busy it kept its core; then the highest rate
 it kept within 80% of the core.
@@ -45,9 +46,12 @@ from perflab import vegeta, wrk2
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text(encoding="utf-8"))
-SCRIPTS = ROOT / "roles/loadgen/files"
+PERFLAB_LUA = ROOT / "roles/loadgen/files/wrk2/perflab.lua"
+PLAYER_LUA = ROOT / "perflab/wrk2_scenario.lua"
+PLAYER = ROOT / "perflab/scenario_play.py"
+SCENARIO_FILE = ROOT / "scenarios/greeting.yml"
 VEGETA = ROOT / "build/vegeta"
-SCENARIO = yaml.safe_load((ROOT / "scenarios/greeting.yml").read_text(encoding="utf-8"))
+SCENARIO = yaml.safe_load(SCENARIO_FILE.read_text(encoding="utf-8"))
 BUDGET = 0.80  # the audit's loadgen_cpu threshold (perflab thresholds)
 INFLIGHT_SLOS = int(DEFAULTS["loadgen_vegeta_inflight_slos"])
 MIN_ACHIEVED = 0.95  # the audit's achieved_rate threshold
@@ -169,15 +173,27 @@ def max_workers(rate: int) -> int:
     return max(connections(rate), math.ceil(rate * float(SCENARIO["slo_p99_ms"]) / 1000 * INFLIGHT_SLOS))
 
 
+def compiled(option: str, out: Path) -> Path:
+    """The greeting scenario compiled for one tool (--wrk2 OUT.lua or --vegeta OUT.json), as the bench does."""
+    subprocess.run([sys.executable, "-m", "perflab", "scenario", "compile", str(SCENARIO_FILE), option, str(out)],
+                   cwd=ROOT, check=True)
+    return out
+
+
 def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int) -> Step:
     threads, conns = int(SCENARIO["threads"]), connections(rate)
     with tempfile.TemporaryDirectory(prefix="perflab-wrk2-") as work:
         table_path = Path(work) / "percentiles.json"
+        # The generic player, deployed beside perflab.lua (it loads it from its own folder).
+        player = Path(work) / PLAYER_LUA.name
+        shutil.copy(PLAYER_LUA, player)
+        shutil.copy(PERFLAB_LUA, Path(work) / PERFLAB_LUA.name)
+        data = compiled("--wrk2", Path(work) / "greeting-compiled.lua")
         env = {"WRK_THREADS": str(threads), "WRK_CONNECTIONS": str(conns), "PERFLAB_PERCENTILES": str(table_path),
-               "GREETING_NAME": str(SCENARIO.get("greeting_name", "perflab")), "KEY_PHASE": "1"}
+               "PERFLAB_SCENARIO_DATA": str(data), "KEY_PHASE": "1"}
         cpu, wall, text = measured(
             [str(binary), "-t", str(threads), "-c", str(conns), "-d", f"{seconds + CALIBRATION_S}s", "-R", str(rate),
-             "--latency", "-s", str(SCRIPTS / "wrk2" / "greeting.lua"), url], env, core)
+             "--latency", "-s", str(player), url], env, core)
         output = wrk2.parse(text)
         table = wrk2.check_table(output, wrk2.parse_percentiles(table_path.read_text(encoding="utf-8")))
     return Step(rate, output.requests, table.recorded_success_rate, cpu, wall)
@@ -187,9 +203,10 @@ def run_vegeta(url: str, rate: int, seconds: int, core: int, exporter: bool) -> 
     with tempfile.TemporaryDirectory(prefix="perflab-vegeta-") as work:
         targets, results = Path(work) / "targets.jsonl", Path(work) / "results.bin"
         # Written before the attack, as the bench does: not in the tool's CPU time.
-        subprocess.run([sys.executable, str(SCRIPTS / "vegeta/perflab_targets.py"), "--script", "greeting",
-                        "--base-url", url, "--count", str(rate * (seconds + 1)), "--threads", str(SCENARIO["threads"]),
-                        "--key-phase", "1", "--output", str(targets)], check=True)
+        document = compiled("--vegeta", Path(work) / "greeting-compiled.json")
+        subprocess.run([sys.executable, "-I", "-S", str(PLAYER), "--compiled", str(document), "--base-url", url,
+                        "--count", str(rate * (seconds + 1)), "--threads", str(SCENARIO["threads"]), "--key-phase", "1",
+                        "--output", str(targets)], check=True)
         argv = [str(VEGETA), "attack", "-lazy", "-format=json", f"-targets={targets}", f"-rate={rate}/1s",
                 f"-duration={seconds}s", "-max-body=0", "-timeout=30s", f"-workers={connections(rate)}",
                 f"-max-workers={max_workers(rate)}", f"-output={results}"]

@@ -8,8 +8,9 @@ and vegeta pinned to another:
   rate vegeta's attack (open model: each request leaves on its schedule, not after the previous
   answer) sustains: no error, >= 95% of the target rate served, <= 1% of the scheduled requests
   not sent. Rates double until a step fails, then one step bisects the last gap.
-The requests are the lab's (roles/loadgen/files/vegeta/perflab_targets.py): the greeting
-scenario's one request, and the zipcodes scenario's reads of the seeded zips (WRITE_RATIO=0).
+The requests are the lab's (scenarios/*.yml, compiled and played by perflab/scenario.py and
+perflab/scenario_play.py as the bench plays them): the greeting scenario's one request, and the
+zipcodes scenario's reads of the seeded zips (its `read` request alone).
 Prints a table and flags any app more than 2x behind the best on /greeting.
 
     python tests/contract/bench_apps.py [--step-seconds 10] quarkus spring-webflux spring-mvc
@@ -20,6 +21,7 @@ vegeta: build/vegeta (`make vegeta` builds it), or the binary $PERFLAB_VEGETA na
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -28,11 +30,14 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import requests
 
 from harness import APPS, REPO_ROOT, AppProcess, MariaDB
+
+from perflab import scenario as sc
 
 # Validity rules, thresholds in one place.
 SERVED_FRACTION_MIN = 0.95  # below this the app did not keep up with the offered rate
@@ -46,13 +51,14 @@ MAX_RATE = 64_000
 WARMUP_SECONDS = 30  # JIT-compile the hot paths (C2 needs ~10,000 calls) before any measured step
 
 VEGETA = Path(os.environ.get("PERFLAB_VEGETA") or REPO_ROOT / "build" / "vegeta")
-TARGETS_SCRIPT = REPO_ROOT / "roles" / "loadgen" / "files" / "vegeta" / "perflab_targets.py"
-# Per endpoint: the targets script's arguments. vegeta cycles through the targets it read, which
-# is right for reads only: one thread's zipcodes reads visit each of the 40,000 seeded zips
-# (apps/db/seed.sql) once per 40,000 requests, so every request finds its row.
-ENDPOINT_TARGETS = {
-    "greeting": ["--script", "greeting", "--count", "1", "--env", "GREETING_NAME=vegeta"],
-    "zipcodes": ["--script", "zipcodes", "--count", "40000", "--threads", "1", "--env", "WRITE_RATIO=0"],
+SCENARIOS = REPO_ROOT / "scenarios"
+# Per endpoint: the scenario, its requests kept (None: all), its parameters, and the targets to
+# write (one thread's sequence). vegeta cycles through the targets it read, which is right for
+# reads only: one thread's zipcodes reads visit each of the 40,000 seeded zips (apps/db/seed.sql)
+# once per 40,000 requests, so every request finds its row.
+ENDPOINT_TARGETS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, str], int]] = {
+    "greeting": ("greeting", None, {"name": "vegeta"}, 1),
+    "zipcodes": ("zipcodes", ("read",), {}, 40_000),
 }
 
 
@@ -109,12 +115,17 @@ def write_targets(base_url: str, workdir: Path) -> dict[str, Path]:
     """Per endpoint, the vegeta targets file of the app at base_url (the port differs per app)."""
     workdir.mkdir(parents=True, exist_ok=True)
     files = {}
-    for endpoint, arguments in ENDPOINT_TARGETS.items():
+    for endpoint, (name, kept, parameters, count) in ENDPOINT_TARGETS.items():
+        try:
+            scenario = sc.load(SCENARIOS / f"{name}.yml")
+            if kept is not None:
+                scenario = dataclasses.replace(scenario, requests=tuple(r for r in scenario.requests if r.name in kept))
+            compiled = sc.compile_scenario(scenario, SCENARIOS, parameters)
+        except sc.ScenarioError as error:
+            raise RuntimeError(f"scenario {name}: {'; '.join(error.problems)}") from None
         files[endpoint] = workdir / f"targets-{endpoint}.jsonl"
-        made = subprocess.run([sys.executable, str(TARGETS_SCRIPT), "--base-url", base_url, *arguments,
-                               "--output", str(files[endpoint])], capture_output=True, text=True)
-        if made.returncode != 0:
-            raise RuntimeError(f"perflab_targets.py failed ({made.returncode}): {made.stderr.strip()}")
+        files[endpoint].write_text("".join(sc.vegeta_line(request, base_url)
+                                           for request in islice(sc.sent(compiled, sc.Placement(1)), count)))
     return files
 
 

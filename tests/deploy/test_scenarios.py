@@ -50,7 +50,7 @@ def host_memory() -> int:
     return memory
 
 
-def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: object) -> tuple[subprocess.CompletedProcess[str], dict]:
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(inventory_text)
     out = tmp_path / "run.json"
@@ -61,7 +61,8 @@ def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: str)
     ]
     # The bench resolves TOOL=auto first (loadgen resolve.yml, on a real host); here a tool is given.
     for name, value in {"loadgen_tool": "wrk2", **extra}.items():
-        argv += ["-e", f"{name}={value}"]
+        # Words with spaces as make passes them: JSON (key=value would split them into variables).
+        argv += ["-e", f"{name}={value}" if isinstance(value, str) and " " not in value else json.dumps({name: value})]
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     return proc, (json.loads(out.read_text()) if out.exists() else {})
@@ -80,7 +81,7 @@ def test_the_five_workloads_exist() -> None:
     for name in SCENARIOS:
         data = yaml.safe_load((REPO / "scenarios" / f"{name}.yml").read_text())
         assert data["name"] == name
-        for key in ("rate", "duration", "warmup", "slo_p99_ms", "connections", "threads", "endpoints", "script"):
+        for key in ("rate", "duration", "warmup", "slo_p99_ms", "slo_reason", "connections", "threads", "requests"):
             assert key in data, f"{name}: {key} missing"
 
 
@@ -95,11 +96,17 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
     warm, measure = run["phases"]["warmup"], run["phases"]["measure"]
     # Warm-up and measured phase write different fresh keys.
     assert warm["environment"]["KEY_PHASE"] != measure["environment"]["KEY_PHASE"]
-    assert measure["environment"]["WRITE_RATIO"] == "0.5" and measure["environment"]["WRK_THREADS"] == "2"
+    assert measure["environment"]["WRK_THREADS"] == "2"
+    # The mix as run: the file's weights, recorded with the requests.
+    assert [(r["name"], r["weight"]) for r in run["scenario"]["requests"]] == [("write", 0.5), ("read", 0.5)]
+    assert run["scenario"]["endpoints"] == ["POST /zipcodes", "GET /zipcodes/{zip}"]
+    assert Path(run["scenario"]["file"]) == REPO / "scenarios" / "zipcodes.yml"
     if tool == "wrk2":
         assert measure["argv"][measure["argv"].index("-R") + 1] == "123"
         assert measure["argv"][-1] == "http://app.example:8080"
-        assert measure["argv"][measure["argv"].index("-s") + 1].endswith("/wrk2/zipcodes.lua")
+        assert measure["argv"][measure["argv"].index("-s") + 1].endswith("/wrk2/scenario.lua")
+        assert measure["environment"]["PERFLAB_SCENARIO_DATA"].endswith("/scenario-compiled.lua")
+        assert run["compiled"]["dest"].endswith("/scenario-compiled.lua")
         # 123 req/s needs 14 connections (one per 10 req/s, rounded up to the threads): 10 s + 7 x 5 ms
         # of calibration, run on top of the 120 s measured.
         assert run["scenario"]["connections"] == 14 and measure["argv"][measure["argv"].index("-c") + 1] == "14"
@@ -120,6 +127,8 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
         targets = measure["targets_argv"]
         assert targets[targets.index("--count") + 1] == str(123 * 121)
         assert targets[targets.index("--base-url") + 1] == "http://app.example:8080"
+        assert targets[targets.index("--compiled") + 1].endswith("/scenario-compiled.json")
+        assert run["compiled"]["dest"].endswith("/scenario-compiled.json")
 
 
 def test_slo_override_is_the_slo_as_run(tmp_path: Path) -> None:
@@ -133,8 +142,67 @@ def test_latency_override_is_the_delay_as_run(tmp_path: Path) -> None:
     proc, run = load_scenario(tmp_path, loadgen_scenario="hello-latency", loadgen_latency_ms="1000",
                               loadgen_rate="300", loadgen_slo_p99_ms="1100")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert str(run["scenario"]["latency_ms"]) == "1000"
-    assert all(phase["environment"]["LATENCY_MS"] == "1000" for phase in run["phases"].values()), run["phases"]
+    assert run["scenario"]["parameters"] == {"latency": "1000"}
+
+
+def test_parameters_and_weights_are_the_scenarios_as_run(tmp_path: Path) -> None:
+    """What the bench records and the players play: --set and --weight of perflab scenario compile."""
+    proc, run = load_scenario(tmp_path, loadgen_scenario="books-orders",
+                              loadgen_scenario_weights={"get_books": 3, "post_orders": 0.5})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    weights = {r["name"]: r["weight"] for r in run["scenario"]["requests"]}
+    assert weights == {"get_books": 3, "post_books": 1, "post_orders": 0.5}
+    # make's SET= and WEIGHTS=: words NAME=VALUE.
+    proc, run = load_scenario(tmp_path, loadgen_scenario="books-orders", loadgen_scenario_weights="get_books=3 post_orders=0.5")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert {r["name"]: r["weight"] for r in run["scenario"]["requests"]} == weights
+    proc, run = load_scenario(tmp_path, loadgen_scenario="greeting", loadgen_scenario_set={"name": "alice"})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert run["scenario"]["parameters"] == {"name": "alice"}
+    proc, run = load_scenario(tmp_path, loadgen_scenario="greeting", loadgen_scenario_set="name=bob")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert run["scenario"]["parameters"] == {"name": "bob"}
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"loadgen_scenario_weights": "get_books"}, "--weight takes REQUEST=NUMBER, got 'get_books'"),
+    ({"loadgen_scenario_weights": "get_book=2"}, "books-orders: get_book is not a request of the scenario; its requests are "
+                                                 "get_books, post_books, post_orders"),
+    ({"loadgen_scenario_weights": "get_books=0"}, "books-orders: the weight of get_books must be a number above 0, got 0"),
+    ({"loadgen_scenario_set": "colour=red"}, "books-orders: colour is not a parameter of the scenario; its parameters are none"),
+])
+def test_wrong_parameters_and_weights_are_refused(tmp_path: Path, extra: dict[str, str], message: str) -> None:
+    proc, run = load_scenario(tmp_path, loadgen_scenario="books-orders", **extra)
+    assert proc.returncode != 0 and run == {}
+    assert f"loadgen: perflab scenario: {message}" in " ".join(proc.stdout.split()), proc.stdout[-3000:]
+
+
+def test_a_scenario_file_given_by_its_path_runs(tmp_path: Path) -> None:
+    """SCENARIO= a user's own file (README "Your own workload"), with a CSV beside it."""
+    (tmp_path / "names.csv").write_text("name\nada\ngrace\n")
+    scenario = tmp_path / "own.yaml"
+    scenario.write_text(
+        "name: own\nrate: 40\nduration: 30s\nwarmup: 0s\nslo_p99_ms: 80\nslo_reason: a page render\n"
+        "connections: 8\nthreads: 2\nrequests:\n"
+        "  - {name: search, weight: 1, method: GET, path: '/owners?lastName=${who}', expect: {status: 200}}\n"
+        "variables:\n  who: {csv: {file: names.csv, column: name}}\n")
+    proc, run = load_scenario(tmp_path, loadgen_scenario=str(scenario), loadgen_tool="vegeta")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert run["scenario"]["name"] == "own" and run["scenario"]["endpoints"] == ["GET /owners"]
+    assert run["scenario"]["rate"] == 40 and run["warmup_s"] == 0
+
+
+def test_a_wrong_scenario_file_is_refused_with_one_line_per_field(tmp_path: Path) -> None:
+    scenario = tmp_path / "bad.yml"
+    head = "name: bad\nrate: 40\nduration: 30s\nwarmup: 0s\nslo_p99_ms: 80\nslo_reason: x\nconnections: 8\nthreads: 2\n"
+    for body, problem in (("speed: 3\nrequests:\n  - {name: a, weight: 1, method: GET, path: /x, expect: {status: 200}}\n",
+                           "bad.yml: speed: unknown field"),
+                          ("requests:\n  - {name: a, weight: 1, method: GET, path: '/x/${y}', expect: {status: 200}}\n",
+                           "bad.yml: requests[0].path: uses ${y}, which is not defined")):
+        scenario.write_text(head + body)
+        proc, run = load_scenario(tmp_path, loadgen_scenario=str(scenario))
+        assert proc.returncode != 0 and run == {}
+        assert f"loadgen: perflab scenario: {scenario.parent}/{problem}" in " ".join(proc.stdout.split()), proc.stdout[-3000:]
 
 
 @pytest.mark.parametrize(("name", "rate", "connections"), [
@@ -197,13 +265,13 @@ def test_plaintext_json_runs_techempowers_two_requests_with_either_tool(tmp_path
     assert scenario["slo_p99_ms"] == 25.0 and scenario["connections"] == 64 and run["warmup_s"] == 30
     measure = run["phases"]["measure"]
     if tool == "wrk2":
-        assert measure["argv"][measure["argv"].index("-s") + 1].endswith("/wrk2/plaintext-json.lua")
+        assert measure["argv"][measure["argv"].index("-s") + 1].endswith("/wrk2/scenario.lua")
         assert measure["environment"]["WRK_THREADS"] == "2"
     else:
         # Two URLs only: vegeta's exporter stays on. The sequence interleaves wrk2's two threads.
         assert run["exporter"] and "-prometheus-addr=0.0.0.0:8880" in measure["argv"]
         targets = measure["targets_argv"]
-        assert targets[targets.index("--script") + 1] == "plaintext-json"
+        assert [r["name"] for r in scenario["requests"]] == ["plaintext", "json"]
         assert targets[targets.index("--threads") + 1] == "2"
         assert targets[targets.index("--count") + 1] == str(2000 * 61)
 
@@ -213,24 +281,26 @@ def test_every_scenario_loads_for_wrk2(tmp_path: Path, name: str) -> None:
     proc, run = load_scenario(tmp_path, loadgen_scenario=name, loadgen_tool="wrk2")
     assert proc.returncode == 0, proc.stdout[-3000:]
     argv = run["phases"]["measure"]["argv"]
-    assert argv[argv.index("-s") + 1].endswith(f"/wrk2/{name}.lua")
+    assert argv[argv.index("-s") + 1].endswith("/wrk2/scenario.lua")
+    assert run["scenario"]["name"] == name and run["scenario"]["endpoints"]
 
 
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"loadgen_scenario": "nope"}, "unknown SCENARIO 'nope': use one of books-orders, greeting, hello-latency, plaintext-json, zipcodes"),
+        ({"loadgen_scenario": "nope"}, "unknown SCENARIO 'nope': use one of books-orders, greeting, hello-latency, plaintext-json, zipcodes, "
+                                        "or the path of a scenario file"),
         ({"loadgen_scenario": "greeting", "loadgen_rate": "0"}, "RATE must be a whole number > 0"),
         ({"loadgen_scenario": "greeting", "loadgen_rate": "-5"}, "RATE must be a whole number > 0"),
         ({"loadgen_scenario": "greeting", "loadgen_duration": "soon"}, "DURATION and warmup a number with s, m or h"),
         ({"loadgen_scenario": "greeting", "loadgen_tool": "wrk2", "loadgen_duration": "8s"},
          "use a DURATION of at least 9s, or TOOL=vegeta"),
-        ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "fast"}, "SLO_P99_MS / slo_p99_ms a number of milliseconds > 0 (got 'fast')"),
-        ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "0"}, "SLO_P99_MS / slo_p99_ms a number of milliseconds > 0 (got '0')"),
+        ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "fast"}, "SLO_P99_MS a number of milliseconds > 0 (got 'fast')"),
+        ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "0"}, "SLO_P99_MS a number of milliseconds > 0 (got '0')"),
         ({"loadgen_scenario": "hello-latency", "loadgen_latency_ms": "slow"},
-         "LATENCY_MS / latency_ms a whole number of milliseconds 0..10000 (got 'slow')"),
+         "LATENCY_MS a whole number of milliseconds 0..10000 (got 'slow')"),
         ({"loadgen_scenario": "hello-latency", "loadgen_latency_ms": "20000"},
-         "LATENCY_MS / latency_ms a whole number of milliseconds 0..10000 (got '20000')"),
+         "LATENCY_MS a whole number of milliseconds 0..10000 (got '20000')"),
     ],
 )
 def test_bad_scenario_input_is_refused_clearly(tmp_path: Path, extra: dict[str, str], message: str) -> None:

@@ -1,10 +1,14 @@
-"""Runs wrk2 Lua scripts under luajit as wrk2 would, thread by thread, for the scenario tests.
+"""Runs wrk2's Lua player of a compiled scenario (perflab/wrk2_scenario.lua) under luajit as wrk2
+would, thread by thread, for the scenario tests.
 
 wrk.format is stubbed to print what the request holds; each wrk2 thread has its own Lua state, so
 one luajit process per thread, `id` set as perflab.setup's thread:set("id", ...) sets it. As in
 wrk2 (wrk.lua, script.c), the Host header is set after the script is loaded, then init() runs,
 then request() (or, for a script without one, the request wrk2 builds once from wrk.method,
-wrk.path, wrk.headers and wrk.body).
+wrk.path, wrk.headers and wrk.body: the player leaves a scenario of one fixed request to wrk2).
+The lines it prints (as_line) are those of the golden fixtures of the retired per-scenario Lua
+scripts (tests/unit/fixtures/builtin_sequences/wrk2.json): change their format and those no
+longer match.
 """
 
 from __future__ import annotations
@@ -19,9 +23,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 WRK2_DIR = REPO_ROOT / "roles" / "loadgen" / "files" / "wrk2"
 LUAJIT = shutil.which("luajit")
 NO_LUAJIT = "luajit is not installed (scripts/apt-need.sh 'the Lua tests' luajit): the wrk2 Lua cannot be run"
-# The environment the scripts read: none may leak in from the test's.
-KNOBS = ("WRITE_RATIO", "LATENCY_MS", "GREETING_NAME", "GET_BOOKS_WEIGHT", "POST_BOOKS_WEIGHT", "POST_ORDERS_WEIGHT",
-         "KEY_PHASE", "WRK_THREADS", "PERFLAB_HOST_INDEX", "PERFLAB_HOSTS", "PERFLAB_SCENARIO_DATA")
+# The environment the player and perflab.lua read: none may leak in from the test's.
+KNOBS = ("KEY_PHASE", "WRK_THREADS", "PERFLAB_HOST_INDEX", "PERFLAB_HOSTS", "PERFLAB_SCENARIO_DATA")
 
 HARNESS = r"""
 local script, thread_id, rounds = arg[1], tonumber(arg[2]), tonumber(arg[3])

@@ -4,17 +4,26 @@ two outputs (vegeta targets, the generic wrk2 player's data) agreeing, and `perf
 from __future__ import annotations
 
 import base64
+import http.server
 import json
+import os
+import re
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+from perflab import contract
 from perflab import scenario as sc
 from perflab import scenario_play
-from .scenario_lua import LUAJIT, NO_LUAJIT, as_line, run_threads
+from .scenario_lua import LUAJIT, NO_LUAJIT, WRK2_DIR, as_line, run_threads
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,7 +102,7 @@ def shop_sent(directory: Path, threads: int = 2, host: int = 0, hosts: int = 1, 
 
 
 def test_a_valid_file_loads_with_its_routes() -> None:
-    loaded = sc.load(REPO_ROOT / "workloads" / "zipcodes.yml")
+    loaded = sc.load(REPO_ROOT / "scenarios" / "zipcodes.yml")
     assert loaded.endpoints() == ("POST /zipcodes", "GET /zipcodes/{zip}")
     assert loaded.requests[0].statements == {"select": 1, "insert": 1}
 
@@ -227,6 +236,58 @@ def test_keys_never_repeat_across_threads_hosts_and_phases(tmp_path: Path) -> No
     assert {key[2] for key in keys} == {"0", "1"}  # the phase is the key's first digit
 
 
+def test_hosts_together_send_what_one_run_with_all_their_threads_sends(tmp_path: Path) -> None:
+    """Host K of H plays threads K*T .. K*T+T-1 of one H*T-thread run, keys spaced H*T apart."""
+    one_run = shop_sent(tmp_path, threads=6, count=600)
+    for host in (0, 1):
+        played = shop_sent(tmp_path, threads=3, host=host, hosts=2, count=300)
+        assert played == [request for index, request in enumerate(one_run) if index % 6 // 3 == host]
+    assert shop_sent(tmp_path, threads=3, count=300) == shop_sent(tmp_path, threads=3, host=0, hosts=1, count=300)
+
+
+def builtin(name: str, parameters: dict[str, str] | None = None) -> sc.Compiled:
+    """A built-in scenario (scenarios/NAME.yml), compiled."""
+    directory = REPO_ROOT / "scenarios"
+    return sc.compile_scenario(sc.load(directory / f"{name}.yml"), directory, parameters)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_mix_turns_takes_the_requests_in_turn_and_the_threads_out_of_step(threads: int) -> None:
+    """scenarios/plaintext-json.yml, `mix: turns`: thread t's n-th request is /plaintext when n + t
+    is even, so every stretch is half of each."""
+    paths = [request[2] for request in islice(sc.sent(builtin("plaintext-json"), sc.Placement(threads)), 6000)]
+    assert paths == ["/plaintext" if (n + thread) % 2 == 0 else "/json"
+                     for n in range(6000 // threads) for thread in range(threads)]
+    for start in range(0, 6000, 600):
+        assert paths[start:start + 600].count("/plaintext") == paths[start:start + 600].count("/json") == 300
+
+
+def test_every_builtin_request_is_one_the_contract_accepts() -> None:
+    """The built-in scenarios' requests, bodies and paths, against apps/contract/openapi.yaml."""
+    openapi = contract.OpenApi()
+    validators = {route: jsonschema.Draft7Validator(openapi.schema(name))
+                  for route, name in {"/zipcodes": "ZipCode", "/books": "NewBook", "/orders": "NewOrder"}.items()}
+    zip_path = re.compile(openapi.schema("Zip")["pattern"].replace("^", "^/zipcodes/"))
+    hello = openapi.operation("GET", "/hello/{latency}")["parameters"][0]["schema"]
+    greeting = re.compile(openapi.operation("GET", "/greeting/{name}")["parameters"][0]["schema"]["pattern"])
+    requests = (list(islice(sc.sent(builtin("zipcodes"), sc.Placement(4, key_phase=9)), 4000))
+                + list(islice(sc.sent(builtin("books-orders"), sc.Placement(2)), 4000))
+                + list(islice(sc.sent(builtin("hello-latency", {"latency": str(hello["maximum"])}), sc.Placement(1)), 1))
+                + list(islice(sc.sent(builtin("greeting"), sc.Placement(1)), 1))
+                + list(islice(sc.sent(builtin("plaintext-json"), sc.Placement(2)), 4)))
+    techempower = {path for path, item in openapi.spec["paths"].items()
+                   if "techempower" in item.get("get", {}).get("tags", [])}
+    assert techempower == {"/plaintext", "/json"}
+    for _, method, path, headers, body in requests:
+        if method == "POST":
+            assert headers == (("Content-Type", "application/json"),)
+            validators[path].validate(json.loads(body))
+        else:
+            assert (headers, body) == ((), "")
+            assert (path in {"/books", f"/hello/{hello['maximum']}"} | techempower or zip_path.fullmatch(path)
+                    or (path.startswith("/greeting/") and greeting.search(path.removeprefix("/greeting/")))), path
+
+
 def test_a_parameter_is_its_default_unless_set(tmp_path: Path) -> None:
     orders = [r for r in shop_sent(tmp_path, count=100) if r[0] == "order"]
     assert {json.loads(r[4])["shop"] for r in orders} == {"main"}
@@ -345,7 +406,7 @@ def test_show_prints_vegetas_targets(tmp_path: Path) -> None:
 
 
 def test_show_prints_wrk2s_requests_thread_by_thread() -> None:
-    done = perflab("show", "workloads/books-orders.yml", "--first", "4", "--tool", "wrk2")
+    done = perflab("show", "scenarios/books-orders.yml", "--first", "4", "--tool", "wrk2")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "thread 0 request 0 (post_books): POST /books",
@@ -438,7 +499,8 @@ def test_compile_writes_both_tools_inputs_and_the_player_plays_them(tmp_path: Pa
 
 def test_compile_refuses_without_an_output_and_a_wrong_scenario(tmp_path: Path) -> None:
     done = perflab("compile", str(write_shop(tmp_path)))
-    assert (done.returncode, done.stderr) == (2, "perflab scenario: say what to write: --vegeta OUT.json, --wrk2 OUT.lua or both\n")
+    assert (done.returncode, done.stderr) == (
+        2, "perflab scenario: say what to write: --vegeta OUT.json, --wrk2 OUT.lua, --as-run OUT.json or several\n")
     done = perflab("compile", str(write_shop(tmp_path, skus="")), "--wrk2", str(tmp_path / "out.lua"))
     assert done.returncode == 2 and "variables.sku.csv.file: 'skus.csv' is empty" in done.stderr
     assert not (tmp_path / "out.lua").exists()
@@ -453,11 +515,118 @@ def test_compile_refuses_without_an_output_and_a_wrong_scenario(tmp_path: Path) 
         (["--compiled", "other.json", "--hosts", "0"],
          "threads and hosts are 1 or more and the host index 0..hosts-1, got 2 threads, host 0 of 0"),
         (["--compiled", "other.json", "--count", "0"], "--count must be 1 or more, got 0"),
+        (["--compiled", "other.json", "--count", "x"], "argument --count: invalid int value: 'x' (--help explains the options)"),
+        (["--compiled", "other.json", "--key-phase", "10"], "the key phase is 0..9, got 10"),
+        (["--compiled", "other.json", "--host-index", "2", "--hosts", "2"],
+         "threads and hosts are 1 or more and the host index 0..hosts-1, got 2 threads, host 2 of 2"),
+        (["--compiled", "other.json", "--output", "/nonexistent/dir/t.jsonl"],
+         "cannot write --output /nonexistent/dir/t.jsonl: No such file or directory"),
+        (["--compiled", "other.json", "--compile", "x"], "unrecognized arguments: --compile x (--help explains the options)"),
+        (["--compiled", "other.json", "--base-url", "http://h/api"],
+         "--base-url must be http(s)://host[:port] with no path, got 'http://h/api'"),
+        (["--compiled", "other.json", "--base-url", "ftp://h"], "--base-url must be http(s)://host[:port] with no path, got 'ftp://h'"),
+        (["--compiled", "other.json", "--base-url", "http://h:99999"], "--base-url has a bad port: 'http://h:99999'"),
     ],
 )
 def test_the_player_refuses_bad_input_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "bad.json").write_text("not json")
     (tmp_path / "other.json").write_text('{"format": "x", "requests": []}')
-    done = play(*args, *([] if "--count" in args else ["--count", "5"]), "--base-url", "http://h", "--threads", "2",
-                cwd=tmp_path)
+    done = play(*args, *([] if "--count" in args else ["--count", "5"]),
+                *([] if "--base-url" in args else ["--base-url", "http://h"]), "--threads", "2", cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"perflab scenario_play: {message}\n")
+
+
+def test_the_player_without_its_options_says_which_are_missing_and_help_explains_them(tmp_path: Path) -> None:
+    done = play(cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "perflab scenario_play: the following arguments are required: --compiled, --base-url, --count, "
+               "--threads (--help explains the options)\n")
+    done = play("--help", cwd=tmp_path)
+    assert done.returncode == 0
+    assert " ".join(done.stdout.split()).startswith("usage: scenario_play.py [-h] --compiled FILE.json --base-url URL "
+                                                    "--count N --threads T [--key-phase P] [--host-index K] [--hosts H]")
+
+
+def compiled_zipcodes(directory: Path) -> Path:
+    document = directory / "zipcodes.json"
+    document.write_text(json.dumps(builtin("zipcodes")))
+    return document
+
+
+def test_a_reader_that_stops_early_ends_the_player_quietly(tmp_path: Path) -> None:
+    """`scenario_play.py ... | vegeta attack -lazy -duration=..`: vegeta closes the pipe when done."""
+    with subprocess.Popen([sys.executable, "-I", "-S", str(PLAYER), "--compiled", str(compiled_zipcodes(tmp_path)),
+                           "--base-url", "http://h", "--count", "5000000", "--threads", "2"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as player:
+        assert player.stdout and player.stderr
+        assert json.loads(player.stdout.readline())["method"] in ("GET", "POST")
+        player.stdout.close()
+        assert player.wait(timeout=60) == 0
+        stderr = player.stderr.read()
+    assert len(stderr.splitlines()) == 1 and stderr.endswith(" (the reader closed the pipe first)\n"), stderr
+    assert re.match(r"perflab vegeta requests by operation: write=\d+ read=\d+ \(", stderr), stderr
+
+
+@pytest.mark.skipif(LUAJIT is None, reason=NO_LUAJIT)
+def test_perflab_setup_numbers_the_threads_of_host_k_after_those_of_the_hosts_before(tmp_path: Path) -> None:
+    """perflab.lua, beside the generic player: wrk2's thread ids across loadgen hosts."""
+    assert LUAJIT
+    harness = tmp_path / "setup.lua"
+    harness.write_text(
+        f'local perflab = dofile("{WRK2_DIR / "perflab.lua"}")\n'
+        'local ids = {}\n'
+        'for _ = 1, 3 do perflab.setup({set = function(_, _, value) table.insert(ids, value) end}) end\n'
+        'io.write(table.concat(ids, " "))\n')
+    env = dict(os.environ, WRK_THREADS="3", PERFLAB_HOST_INDEX="2", PERFLAB_HOSTS="4")
+    done = subprocess.run([LUAJIT, str(harness)], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout == "6 7 8"
+
+
+VEGETA = Path(os.environ.get("PERFLAB_VEGETA", REPO_ROOT / "build" / "vegeta"))
+# One request as a server sees it: method, path, Content-Type ("" when none), body.
+Seen = tuple[str, str, str, str]
+
+
+@contextmanager
+def recording_server() -> Iterator[tuple[str, list[Seen]]]:
+    """An HTTP server on 127.0.0.1 that answers 200 and records every request it gets."""
+    seen: list[Seen] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def answer(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+            seen.append((self.command, self.path, self.headers.get("Content-Type") or "", body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = answer  # noqa: N815 (the names http.server calls)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.skipif(not VEGETA.is_file(), reason=f"no vegeta at {VEGETA}: `make vegeta` builds it")
+def test_vegeta_sends_exactly_the_players_requests(tmp_path: Path) -> None:
+    targets = tmp_path / "targets.jsonl"
+    with recording_server() as (url, seen):
+        done = play("--compiled", str(compiled_zipcodes(tmp_path)), "--base-url", url, "--count", "200",
+                    "--threads", "2", "--output", str(targets), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        subprocess.run([str(VEGETA), "attack", "-lazy", "-format=json", f"-targets={targets}", "-rate=200/1s",
+                        "-duration=1s", f"-output={tmp_path / 'results.bin'}"], check=True, timeout=60)
+    expected = [(method, path, dict(headers).get("Content-Type", ""), body)
+                for _, method, path, headers, body in islice(sc.sent(builtin("zipcodes"), sc.Placement(2)), 200)]
+    # vegeta's workers send concurrently: the same requests, not necessarily in the same order.
+    assert sorted(seen) == sorted(expected)

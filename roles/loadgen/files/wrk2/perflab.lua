@@ -8,7 +8,7 @@ perflab.key_phase = tonumber(os.getenv("KEY_PHASE") or "0")
 
 -- Several loadgen hosts share a run: host PERFLAB_HOST_INDEX of PERFLAB_HOSTS plays threads
 -- index x WRK_THREADS .. of one run with PERFLAB_HOSTS x WRK_THREADS threads, so that every
--- host's requests differ (vegeta's perflab_targets.py --host-index/--hosts does the same).
+-- host's requests differ (vegeta's scenario_play.py --host-index/--hosts does the same).
 perflab.host_index = tonumber(os.getenv("PERFLAB_HOST_INDEX") or "0")
 perflab.hosts = tonumber(os.getenv("PERFLAB_HOSTS") or "1")
 perflab.threads_per_host = tonumber(os.getenv("WRK_THREADS") or "64")
