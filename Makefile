@@ -353,7 +353,7 @@ watch: $(VENV_STAMP) ## Live terminal view: per tier CPU (busy/allotted cores), 
 .PHONY: test-bench
 test-bench: $(VENV_STAMP) ## The benchmark runs, on any lab (PERFLAB_TEST_INVENTORY, default inventory/local): test-lab's (every app on zipcodes, books-orders twice with REPEAT=2, verify refusals, bad input, netem removal, faults mid-run) and the matrix's other cells, which make test leaves out (tests/matrix_lab: every app on every scenario, ours beside TechEmpower's Quarkus on plaintext-json)
 	@scripts/test-needs.sh roles/loadgen/defaults/main.yml "$(PERFLAB_TFB_DIR)"
-	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs tests/fault_runs tests/matrix_lab
+	$(BIN)/pytest -v -p no:cacheprovider tests/bench_runs tests/fault_runs tests/user_app tests/matrix_lab
 
 .PHONY: test-reproduce
 test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reproduce, on the local lab or PERFLAB_TEST_INVENTORY's (not in make test: its arms need the machine to themselves): the thread cap INVALID and attributed to the request threads, the others holding the rate
@@ -370,7 +370,8 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reprodu
 # s, while the SSH lab deployed a JVM and ran three ansible-playbooks.) The SSH lab's own tests
 # there judge what such a machine records, not a quiet one: the shares two loadgen hosts sent and
 # merged, and the faults a run's verdict names (tests/fault_runs, which judge no figure: on the
-# local lab they were 11 of its minutes). One of its measurements needs a quiet machine and comes
+# local lab they were 11 of its minutes), and Spring PetClinic's two runs on its own database and workload
+# (tests/user_app, likewise). One of its measurements needs a quiet machine and comes
 # last, once the local lab's share has ended (tests/labkit.py: after_the_local_lab): the lock test's
 # first run, whose statements per request show that the refused runs left the app alone. (Field
 # report 2, whose arms must hold their rate, is make test-reproduce's: after the local lab's share
@@ -380,7 +381,7 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reprodu
 # here) is not in them: `make test-bench` runs it. Beside the rest it fails (its cells assert VALID runs without an
 # error, which a busy machine denies), and after the rest it took CI past its 90 minutes.
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/bench_runs tests/sweep_lab
-SSH_LAB_TESTS := tests/ssh_lab tests/fault_runs
+SSH_LAB_TESTS := tests/ssh_lab tests/fault_runs tests/user_app
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
 
 # The SSH lab's share in the background (its exit status in SSH_LAB_RESULTS/exit-status), then the

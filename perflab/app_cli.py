@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml  # type: ignore[import-untyped]
 
 from perflab.app_build import BuildError, build, pack
-from perflab.manifest import (LAB_VARIABLES, Manifest, ManifestError, choose, deploy_vars, loaded, recorded, resolve,
+from perflab.manifest import (LAB_VARIABLES, Manifest, ManifestError, choose, claims, deploy_vars, loaded, recorded, resolve,
                               scenario_names, shown, variant_selections)
 
 EXIT_OK = 0
@@ -85,7 +85,7 @@ def _chosen(manifest: Manifest, args: argparse.Namespace) -> dict[str, str]:
 
 def _list(args: argparse.Namespace) -> int:
     manifests, problems = loaded()
-    chosen = [m for m in manifests if (not args.scenario or args.scenario in m.scenarios) and (m.builtin or not args.builtin)]
+    chosen = [m for m in manifests if (not args.scenario or claims(m, args.scenario)) and (m.builtin or not args.builtin)]
     rows = [[m.name, "built-in" if m.builtin else "foreign", recorded(m.file), " ".join(m.scenarios),
              " ".join(f"{n}={'|'.join(v.options)}" for n, v in m.variants.items()) or "-"] for m in chosen]
     if args.names:
@@ -101,7 +101,7 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     try:
         manifest = resolve(args.app)
-        if args.scenario and args.scenario in scenario_names() and args.scenario not in manifest.scenarios:
+        if args.scenario and args.scenario in scenario_names() and not claims(manifest, args.scenario):
             raise ManifestError([f"{manifest.name} does not claim scenario {args.scenario!r}: it claims "
                                  f"{', '.join(manifest.scenarios)} ({shown(manifest.file)}, scenarios)"])
         lab = dict(_key_value(text, "--lab") for text in args.lab)

@@ -188,7 +188,7 @@ def select_apps(given: str, scenario: str, selections: list[str]) -> list[App]:
         if not pairs:
             raise manifest.ManifestError([f"no app claims scenario {scenario!r} (perflab app list shows what each claims); "
                                           "name the apps to run it with: APPS=\"a b\""])
-    unclaimed = [found.name for _, found in pairs if scenario in manifest.scenario_names() and scenario not in found.scenarios]
+    unclaimed = [found.name for _, found in pairs if scenario in manifest.scenario_names() and not manifest.claims(found, scenario)]
     if unclaimed:
         raise manifest.ManifestError([f"{', '.join(unclaimed)} do(es) not claim scenario {scenario!r} (perflab app list)"])
     variants = [manifest.choose(found, selections, strict=False) for _, found in pairs]

@@ -47,6 +47,7 @@ import jsonschema  # type: ignore[import-untyped]
 
 from perflab import strict_yaml
 from perflab.scenario import builtin_names
+from perflab.scenario import is_file_name as is_scenario_file
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS_DIR = ROOT / "apps"
@@ -119,6 +120,14 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Database:
+    """The app's own database on the lab's DB host: its name, and the SQL files that create and fill it."""
+    name: str
+    schema: str
+    seed: str
+
+
+@dataclass(frozen=True)
 class Variant:
     default: str
     options: dict[str, Option]
@@ -140,6 +149,7 @@ class Manifest:
     env: dict[str, str] = field(default_factory=dict)
     variants: dict[str, Variant] = field(default_factory=dict)
     counterpart: str | None = None  # the project's app this foreign one does the same work as
+    database: Database | None = None  # its own database, instead of the lab's
 
     @property
     def builtin(self) -> bool:
@@ -172,6 +182,7 @@ def _from_document(data: dict[str, Any], file: Path) -> Manifest:
                                 v.get("description", ""))
                   for name, v in data.get("variants", {}).items()},
         counterpart=data.get("counterpart"),
+        database=Database(**data["database"]) if "database" in data else None,
     )
 
 
@@ -343,8 +354,13 @@ def _lab_problems(data: dict[str, Any], file: Path) -> Iterator[tuple[str, str]]
                        "named after its place (apps/<name>/perflab-app.yml, apps/peers/<name>.yml); rename one of them")
     known = scenario_names()
     for index, scenario in enumerate(data["scenarios"]):
-        if scenario not in known:
-            yield f"scenarios[{index}]", f"{scenario!r} is not a scenario; allowed: one of {', '.join(known)}"
+        if is_scenario_file(scenario):
+            if not (file.parent / scenario).is_file():
+                yield f"scenarios[{index}]", (f"{scenario!r} is not a file (a scenario file's path is relative to the "
+                                              f"manifest, {shown(file.parent / scenario)})")
+        elif scenario not in known:
+            yield f"scenarios[{index}]", (f"{scenario!r} is not a scenario; allowed: one of {', '.join(known)}, or the "
+                                          "path of a scenario file relative to the manifest (.yml or .yaml)")
     texts: list[tuple[str, str, bool]] = [(f"env.{k}", v, True) for k, v in data.get("env", {}).items()]
     for key in ("jvm_options", "args"):
         texts += [(f"launch.{key}[{i}]", v, False) for i, v in enumerate(data.get("launch", {}).get(key, ()))]
@@ -366,6 +382,7 @@ def _lab_problems(data: dict[str, Any], file: Path) -> Iterator[tuple[str, str]]
     controller += [(f"artifact.build.command[{i}]", v) for i, v in enumerate(build.get("command", ()))]
     controller += [(f"artifact.build.env.{k}", v) for k, v in build.get("env", {}).items()]
     controller += [(f"artifact.build.sources[{i}]", v) for i, v in enumerate(build.get("sources", ()))]
+    controller += [(f"database.{k}", data["database"][k]) for k in ("schema", "seed") if "database" in data]
     for where, text in controller:
         for problem in _environment_problems(text):
             yield where, problem
@@ -483,6 +500,29 @@ def artifact_path(manifest: Manifest, environ: Mapping[str, str] | None = None) 
     return artifact_dir(manifest, environ) / controller_text(manifest, manifest.artifact.path, "artifact.path", environ)
 
 
+def database_files(manifest: Manifest, environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The app's own database as role mysql creates and restores it: its name and its SQL files on the
+    controller; ManifestError when a file is not there. None: the app uses the lab's database."""
+    if manifest.database is None:
+        return None
+    found = {"name": manifest.database.name}
+    for key in ("schema", "seed"):
+        path = artifact_dir(manifest, environ) / controller_text(manifest, getattr(manifest.database, key), f"database.{key}",
+                                                              environ)
+        if not path.is_file():
+            raise ManifestError([f"{shown(manifest.file)}: database.{key}: {shown(path)} is not a file"])
+        found[key] = str(path)
+    return found
+
+
+def claims(manifest: Manifest, scenario: str) -> bool:
+    """Whether MANIFEST claims SCENARIO= (a built-in's name, or a scenario file: the same file)."""
+    if not is_scenario_file(scenario):
+        return scenario in manifest.scenarios
+    wanted = Path(scenario).resolve()
+    return any(is_scenario_file(own) and (manifest.file.parent / own).resolve() == wanted for own in manifest.scenarios)
+
+
 # ---------------------------------------------------------------------------------------------
 # What role `app` deploys
 
@@ -507,6 +547,8 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
         raise ManifestError([f"{manifest.name} listens on port {manifest.port}: its manifest passes no ${{http_port}} "
                              "to the app, so it cannot be moved to another port"])
     values = {"http_port": str(port or manifest.port), **lab}
+    if manifest.database is not None:
+        values["db_name"] = manifest.database.name
 
     def fill(text: str) -> str:
         return _expand(text, lambda name: values.get(name, "${" + name + "}"))
@@ -529,6 +571,7 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
         "password_file": any("${" + PASSWORD_FILE + "}" in text for text in texts),
         "scenarios": list(manifest.scenarios),
         "variants": dict(variants),
+        "database": database_files(manifest),
     }
 
 
@@ -545,7 +588,7 @@ def claiming(scenario: str) -> list[Manifest]:
     manifests, problems = loaded()
     if problems:
         raise ManifestError(problems)
-    return [m for m in manifests if scenario in m.scenarios]
+    return [m for m in manifests if claims(m, scenario)]
 
 
 def loaded() -> tuple[list[Manifest], list[str]]:

@@ -85,6 +85,7 @@ from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
 import jsonschema  # type: ignore[import-untyped]
+import yaml  # type: ignore[import-untyped]
 
 from perflab import scenario_play, strict_yaml
 from perflab.model import JsonValue, from_jsonable, json_schema, to_jsonable
@@ -134,8 +135,18 @@ def path_of(name_or_path: str) -> Path:
 
 
 def label(name_or_path: str) -> str:
-    """SCENARIO= as a run's and a sweep's name carry it: a built-in's name, a file's name without .yml."""
-    return Path(name_or_path).name.removesuffix(".yaml").removesuffix(".yml") if is_file_name(name_or_path) else name_or_path
+    """SCENARIO= as a run's and a sweep's name carry it: a built-in's name, a file's `name` (its file
+    name without .yml when it has none); the bench names its runs the same (roles/bench/vars/main.yml)."""
+    if not is_file_name(name_or_path):
+        return name_or_path
+    try:
+        data = yaml.safe_load(Path(name_or_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = None
+    name = data.get("name") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not name:
+        name = Path(name_or_path).name.removesuffix(".yaml").removesuffix(".yml")
+    return re.sub(r"[^a-z0-9_-]", "-", name)
 
 
 class ScenarioError(strict_yaml.FileRefused):

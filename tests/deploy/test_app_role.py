@@ -140,7 +140,7 @@ def test_a_foreign_app_gets_its_launch_its_variables_and_no_scrape(tmp_path: Pat
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    ({"app_name": "tomcat"}, "app: unknown app 'tomcat': the known apps are quarkus, spring-mvc, spring-webflux, "
+    ({"app_name": "tomcat"}, "app: unknown app 'tomcat': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, "
                              "tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one of them or the path of a "
                              "manifest file)"),
     ({"app_name": "quarkus", "app_variants": "threads=virtual"},
@@ -165,7 +165,7 @@ def make_deploy(*variables: str) -> subprocess.CompletedProcess[str]:
 def test_deploy_refuses_an_unknown_app_before_doing_anything() -> None:
     proc = make_deploy("APP=tomcat")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == ("perflab app: unknown app 'tomcat': the known apps are quarkus, spring-mvc, "
+    assert proc.stderr.splitlines()[0] == ("perflab app: unknown app 'tomcat': the known apps are petclinic, quarkus, spring-mvc, "
                                            "spring-webflux, tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one "
                                            "of them or the path of a manifest file)"), proc.stderr
     assert "ansible-playbook" not in proc.stdout and "mvn" not in proc.stdout

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILTIN = ("quarkus", "spring-mvc", "spring-webflux")
 # TechEmpower's own implementations (apps/peers/), which serve plaintext-json only.
 FOREIGN = ("tfb-quarkus", "tfb-spring", "tfb-spring-webflux")
+# Spring PetClinic: a user's app, its own database and its own scenario file.
+USER_APPS = ("petclinic",)
 SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml"))
 
 # What role app passes as the lab's variables (roles/app/vars/main.yml __app_lab, its defaults).
@@ -95,6 +97,7 @@ def _schema_fields(node: dict[str, Any], root: dict[str, Any]) -> set[str]:
     (Manifest, []), (manifest.Artifact, ["artifact"]), (manifest.Build, ["artifact", "build"]),
     (manifest.Launch, ["launch"]), (manifest.Readiness, ["readiness"]), (manifest.Metrics, ["metrics"]),
     (manifest.Variant, ["variants", "*"]), (manifest.Option, ["variants", "*", "options", "*"]),
+    (manifest.Database, ["database"]),
 ])
 def test_the_schema_and_the_model_name_the_same_fields(model: type, path: list[str]) -> None:
     root = manifest.schema()
@@ -116,8 +119,8 @@ def test_a_manifest_with_every_field_loads_into_the_model(tmp_path: Path) -> Non
 
 
 def test_the_builtin_apps_are_the_known_ones_and_load() -> None:
-    # The project's own apps first, then the foreign ones of apps/peers/.
-    assert list(manifest.known()) == [*BUILTIN, *FOREIGN]
+    # The project's own apps and the foreign ones of apps/peers/, by name.
+    assert list(manifest.known()) == sorted([*BUILTIN, *FOREIGN, *USER_APPS])
     for name in FOREIGN:
         loaded = manifest.resolve(name)
         assert loaded.name == name and not loaded.builtin and loaded.scenarios == ("plaintext-json",)
@@ -181,7 +184,16 @@ BAD_FIELDS = [
     (_set(["env", "DB_URL"], "mysql://${db_host"), "env.DB_URL: has a '${' without its '}' (write $$ for a literal $)"),
     (_set(["scenarios"], []), "scenarios: is empty; allowed: a non-empty list of the scenarios the app serves"),
     (_set(["scenarios"], ["greeting", "greeting"]), "scenarios: lists an entry more than once; allowed: a non-empty list"),
-    (_set(["scenarios"], ["greetings"]), "scenarios[0]: 'greetings' is not a scenario; allowed: one of " + ", ".join(SCENARIOS)),
+    (_set(["scenarios"], ["greetings"]), "scenarios[0]: 'greetings' is not a scenario; allowed: one of " + ", ".join(SCENARIOS)
+     + ", or the path of a scenario file relative to the manifest (.yml or .yaml)"),
+    (_set(["scenarios"], ["own/scenario.yml"]), "scenarios[0]: 'own/scenario.yml' is not a file (a scenario file's path is "
+                                                "relative to the manifest"),
+    (_set(["database"], {"name": "shop", "seed": "d.sql"}), "database.schema: missing; allowed: the SQL file that creates its tables"),
+    (_set(["database"], {"name": "perflab", "schema": "s.sql", "seed": "d.sql"}),
+     "database.name: 'perflab' is not allowed; allowed: the database's name: lower-case letters, digits and _"),
+    (_set(["database"], {"name": "Shop", "schema": "s.sql", "seed": "d.sql"}), "database.name: 'Shop' is not allowed"),
+    (_set(["database"], {"name": "shop", "schema": "${1X}/s.sql", "seed": "d.sql"}),
+     "database.schema: ${1X} is not ${VAR} or ${VAR:-default}"),
     (_set(["variants", "Threads"], {"default": "a", "options": {"a": {}}}), "variants.Threads: 'Threads' is not allowed as a name here"),
     (_without(["variants", "threads", "default"]), "variants.threads.default: missing; allowed: the option used when none is chosen"),
     (_set(["variants", "threads", "default"], "green"), "variants.threads.default: 'green' is not one of its options; allowed: one of platform, virtual"),
@@ -248,10 +260,10 @@ def test_a_manifest_under_apps_is_named_after_its_place(tmp_path: Path, monkeypa
 def test_an_unknown_app_is_one_line_listing_the_known_ones() -> None:
     with pytest.raises(ManifestError) as refused:
         manifest.resolve("tomcat")
-    assert refused.value.problems == ("unknown app 'tomcat': the known apps are quarkus, spring-mvc, spring-webflux, "
+    assert refused.value.problems == ("unknown app 'tomcat': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, "
                                       "tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one of them or the path "
                                       "of a manifest file)",)
-    with pytest.raises(ManifestError, match="^no app given: the known apps are quarkus"):
+    with pytest.raises(ManifestError, match="^no app given: the known apps are petclinic, quarkus"):
         manifest.resolve("")
     with pytest.raises(ManifestError, match="^no manifest at apps/peers/nope.yml: APP= takes a manifest's name"):
         manifest.resolve("apps/peers/nope.yml")
@@ -483,7 +495,7 @@ def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0 and shown["variants"] == {"threads": "virtual", "max_threads": "400"}
     assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
                             if k != "PERFLAB_GREETING_DISPATCH"}
-    assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are quarkus, "
+    assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are petclinic, quarkus, "
                                                         "spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
                                                         "tfb-spring-webflux (APP= takes one of them or the path of a "
                                                         "manifest file)\n")
@@ -555,3 +567,46 @@ def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variant
     with pytest.raises(ManifestError, match=r"no app of this comparison \(quarkus, spring-mvc, spring-webflux\) has the variant 'gc=g1'"):
         compare.select_apps("", "zipcodes", ["gc=g1"])
     assert built == [], "an app was built for a comparison that was refused"
+
+
+def test_an_app_with_its_own_database_and_scenario_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spring PetClinic's shape: its own database from its own SQL files (${db_name} is its name), and a
+    scenario file of its own that it claims by its path; the lab's built-ins stay claimed by name."""
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "schema.sql").write_text("CREATE TABLE IF NOT EXISTS owners (id INT PRIMARY KEY);\n")
+    (tmp_path / "db" / "data.sql").write_text("INSERT IGNORE INTO owners VALUES (1);\n")
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "scenario.yml").write_text("name: shop\n")
+    document = valid() | {
+        "env": {"URL": "jdbc:mysql://${db_host}:${db_port}/${db_name}?sslMode=REQUIRED", "PW": "${db_password}"},
+        "database": {"name": "shop", "schema": "${SHOP_DIR:-db}/schema.sql", "seed": "db/data.sql"},
+        "scenarios": ["shop/scenario.yml", "greeting"],
+    }
+    found = manifest.load(write(tmp_path, document))
+    assert found.database == manifest.Database("shop", "${SHOP_DIR:-db}/schema.sql", "db/data.sql")
+    deployed = manifest.deploy_vars(found, manifest.choose(found, []), LAB)
+    assert deployed["env"]["URL"] == "jdbc:mysql://db.example:3306/shop?sslMode=REQUIRED"
+    assert deployed["database"] == {"name": "shop", "schema": str(tmp_path / "db" / "schema.sql"),
+                                    "seed": str(tmp_path / "db" / "data.sql")}
+    monkeypatch.chdir(tmp_path)
+    assert manifest.claims(found, "shop/scenario.yml") and manifest.claims(found, str(tmp_path / "shop" / "scenario.yml"))
+    assert manifest.claims(found, "greeting") and not manifest.claims(found, "zipcodes")
+    assert not manifest.claims(found, "other/scenario.yml")
+    # A schema that is not there is one line, when the lab would copy it.
+    monkeypatch.setenv("SHOP_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(ManifestError) as refused:
+        manifest.deploy_vars(found, {}, LAB)
+    assert refused.value.problems == (f"{manifest.shown(found.file)}: database.schema: nowhere/schema.sql is not a file",)
+    # An app without a database of its own uses the lab's.
+    assert manifest.deploy_vars(manifest.load(write(tmp_path, valid(), "plain.yml")), {}, LAB)["database"] is None
+
+
+def test_petclinic_brings_its_own_database_and_workload() -> None:
+    found = manifest.resolve("petclinic")
+    assert not found.builtin and found.database is not None and found.database.name == "petclinic"
+    assert found.scenarios == ("petclinic/scenario.yml",)
+    assert manifest.claims(found, str(ROOT / "apps" / "peers" / "petclinic" / "scenario.yml"))
+    deployed = manifest.deploy_vars(found, {}, LAB)
+    assert deployed["env"]["MYSQL_URL"] == "jdbc:mysql://db.example:3306/petclinic?sslMode=REQUIRED"
+    assert deployed["password_env"] == ["MYSQL_PASS"]
+    assert Path(deployed["database"]["schema"]).name == "schema.sql" and Path(deployed["database"]["seed"]).name == "data.sql"
