@@ -17,6 +17,8 @@ target=build/peers/petclinic
 rm -rf "$target"
 mkdir -p build/peers
 cp -R "$source" "$target"
+# A read-only checkout (CI's ../shared) copies read-only: Maven writes target/ in the copy.
+chmod -R u+w "$target"
 cd "$target"
 echo "petclinic-build: from $source with $(java -version 2>&1 | head -1)"
 exec "${MVN:-mvn}" -B -q -DskipTests -Dcheckstyle.skip -Dspring-javaformat.skip=true "$@" package
