@@ -6,18 +6,35 @@ The lab's own sweep (make bench-loadgen) stops where the app under test or the l
 shared core gives out (on the local default the loadgen shares core 0 with the DB, Prometheus and
 the controller). Here each tool runs alone, pinned to one core (taskset), against a static server
 that is never the limit: nginx answering every path with 200 and a 13-byte body, pinned to another
-core. Each tool runs as the lab runs it for the greeting scenario (the cheapest workload, so the
-tool's own cost is what is measured), from scenarios/greeting.yml compiled as the bench compiles
-it (`perflab scenario compile`): wrk2 from the pinned source with the generic scenario player
-(perflab/wrk2_scenario.lua, perflab.lua beside it) and its done() percentile table, vegeta with the
-lab's -lazy JSON targets written beforehand by perflab/scenario_play.py and its -prometheus-addr
-exporter on (the lab scrapes it), then vegeta without the exporter. For each rate: the requests sent, the rate achieved (wrk2: over its recorded window;
-vegeta: the requests scheduled within the window that succeeded), the tool's CPU (user + system of
-its process, from wait4) per 1,000 requests, and how busy it kept its core; then the highest rate
-it kept within 80% of the core.
+core. Each tool runs as the lab runs it for a scenario, greeting by default (the cheapest workload,
+so the tool's own cost is what is measured; --scenario takes a built-in's name or a file's path, and
+nginx answers any method too), from its file compiled as the bench compiles it (`perflab scenario
+compile`): wrk2 from the pinned source with the generic scenario player (perflab/wrk2_scenario.lua,
+perflab.lua beside it) and its done() percentile table, vegeta with the lab's -lazy JSON targets
+written beforehand by perflab/scenario_play.py and its -prometheus-addr exporter on (the lab scrapes
+it), then vegeta without the exporter. For each rate: the requests sent, the rate achieved (wrk2:
+over its recorded window; vegeta: the requests scheduled within the window that succeeded), the
+tool's CPU (user + system of its process, from wait4) per 1,000 requests, and how busy it kept its
+core; then the highest rate it kept within 80% of the core.
 
     python tests/bench/bench_loadgen_alone.py [--tools wrk2 vegeta vegeta-no-exporter] [--rates "5000 10000 20000"]
-        [--seconds 20] [--tool-core 0] [--server-core 1]
+        [--seconds 20] [--tool-core 0] [--server-core 1] [--scenario greeting|FILE.yml]
+        [--wrk2-script FILE.lua [--wrk2-env NAME=VALUE ...]]
+
+--wrk2-script plays FILE.lua instead of the generic player (copied beside perflab.lua, which it may
+dofile from its own folder; PERFLAB_SCENARIO_DATA still names the compiled scenario), with the
+environment each --wrk2-env adds; its table is labelled "wrk2 (FILE.lua)", the generic player's
+"wrk2 (generic player)". The per-scenario scripts the generic player replaced (issue 25 compares
+them at 5,000 and 20,000 req/s) are in git before f7c4cd7, with the knobs they read:
+
+    git show 3ed3cc4:roles/loadgen/files/wrk2/zipcodes.lua > /tmp/zipcodes.lua
+    python tests/bench/bench_loadgen_alone.py --tools wrk2 --scenario zipcodes --rates "5000 20000" \
+        --wrk2-script /tmp/zipcodes.lua --wrk2-env WRITE_RATIO=0.5
+    git show 3ed3cc4:roles/loadgen/files/wrk2/greeting.lua > /tmp/greeting.lua
+    python tests/bench/bench_loadgen_alone.py --tools wrk2 --rates "5000 20000" \
+        --wrk2-script /tmp/greeting.lua --wrk2-env GREETING_NAME=perflab
+
+and the same without --wrk2-script and --wrk2-env for the generic player's figures.
 
 wrk2 is built once into build/wrk2-<commit>/ from the archive $PERFLAB_WRK2_ARCHIVE (its sha256
 checked against the loadgen role's pin); without one it is left out, saying why. vegeta is
@@ -42,6 +59,7 @@ from pathlib import Path
 
 import yaml
 
+from perflab import scenario as scenarios
 from perflab import vegeta, wrk2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,9 +67,7 @@ DEFAULTS = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text(e
 PERFLAB_LUA = ROOT / "roles/loadgen/files/wrk2/perflab.lua"
 PLAYER_LUA = ROOT / "perflab/wrk2_scenario.lua"
 PLAYER = ROOT / "perflab/scenario_play.py"
-SCENARIO_FILE = ROOT / "scenarios/greeting.yml"
 VEGETA = ROOT / "build/vegeta"
-SCENARIO = yaml.safe_load(SCENARIO_FILE.read_text(encoding="utf-8"))
 BUDGET = 0.80  # the audit's loadgen_cpu threshold (perflab thresholds)
 INFLIGHT_SLOS = int(DEFAULTS["loadgen_vegeta_inflight_slos"])
 MIN_ACHIEVED = 0.95  # the audit's achieved_rate threshold
@@ -160,37 +176,38 @@ def measured(argv: list[str], env: dict[str, str], core: int) -> tuple[float, fl
     return usage.ru_utime + usage.ru_stime, wall, text
 
 
-def connections(rate: int) -> int:
+def connections(scenario: scenarios.Scenario, rate: int) -> int:
     """The lab's connections for this rate (roles/loadgen vars: at most the scenario's)."""
-    threads, most = int(SCENARIO["threads"]), int(SCENARIO["connections"])
-    needed = max(threads, -(-rate // 10), -(-2 * rate * int(SCENARIO["slo_p99_ms"]) // 1000), min(4 * threads, rate))
+    threads, most = scenario.threads, scenario.connections
+    needed = max(threads, -(-rate // 10), -(-2 * rate * int(scenario.slo_p99_ms) // 1000), min(4 * threads, rate))
     needed = min(needed, max(threads, int(1.5 * rate)))
     return min(most, -(-needed // threads) * threads)
 
 
-def max_workers(rate: int) -> int:
+def max_workers(scenario: scenarios.Scenario, rate: int) -> int:
     """The lab's -max-workers for this rate (roles/loadgen vars): in flight at 4 x the SLO, at least the connections."""
-    return max(connections(rate), math.ceil(rate * float(SCENARIO["slo_p99_ms"]) / 1000 * INFLIGHT_SLOS))
+    return max(connections(scenario, rate), math.ceil(rate * scenario.slo_p99_ms / 1000 * INFLIGHT_SLOS))
 
 
-def compiled(option: str, out: Path) -> Path:
-    """The greeting scenario compiled for one tool (--wrk2 OUT.lua or --vegeta OUT.json), as the bench does."""
-    subprocess.run([sys.executable, "-m", "perflab", "scenario", "compile", str(SCENARIO_FILE), option, str(out)],
+def compiled(file: Path, option: str, out: Path) -> Path:
+    """The scenario FILE compiled for one tool (--wrk2 OUT.lua or --vegeta OUT.json), as the bench does."""
+    subprocess.run([sys.executable, "-m", "perflab", "scenario", "compile", str(file), option, str(out)],
                    cwd=ROOT, check=True)
     return out
 
 
-def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int) -> Step:
-    threads, conns = int(SCENARIO["threads"]), connections(rate)
+def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int, file: Path, scenario: scenarios.Scenario,
+             script: Path | None, script_env: dict[str, str]) -> Step:
+    threads, conns = scenario.threads, connections(scenario, rate)
     with tempfile.TemporaryDirectory(prefix="perflab-wrk2-") as work:
         table_path = Path(work) / "percentiles.json"
-        # The generic player, deployed beside perflab.lua (it loads it from its own folder).
-        player = Path(work) / PLAYER_LUA.name
-        shutil.copy(PLAYER_LUA, player)
+        # The generic player (or SCRIPT), deployed beside perflab.lua (it loads it from its own folder).
+        player = Path(work) / (script or PLAYER_LUA).name
+        shutil.copy(script or PLAYER_LUA, player)
         shutil.copy(PERFLAB_LUA, Path(work) / PERFLAB_LUA.name)
-        data = compiled("--wrk2", Path(work) / "greeting-compiled.lua")
+        data = compiled(file, "--wrk2", Path(work) / "scenario-compiled.lua")
         env = {"WRK_THREADS": str(threads), "WRK_CONNECTIONS": str(conns), "PERFLAB_PERCENTILES": str(table_path),
-               "PERFLAB_SCENARIO_DATA": str(data), "KEY_PHASE": "1"}
+               "PERFLAB_SCENARIO_DATA": str(data), "KEY_PHASE": "1", **script_env}
         cpu, wall, text = measured(
             [str(binary), "-t", str(threads), "-c", str(conns), "-d", f"{seconds + CALIBRATION_S}s", "-R", str(rate),
              "--latency", "-s", str(player), url], env, core)
@@ -199,17 +216,18 @@ def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int) -> Step
     return Step(rate, output.requests, table.recorded_success_rate, cpu, wall)
 
 
-def run_vegeta(url: str, rate: int, seconds: int, core: int, exporter: bool) -> Step:
+def run_vegeta(url: str, rate: int, seconds: int, core: int, file: Path, scenario: scenarios.Scenario,
+               exporter: bool) -> Step:
     with tempfile.TemporaryDirectory(prefix="perflab-vegeta-") as work:
         targets, results = Path(work) / "targets.jsonl", Path(work) / "results.bin"
         # Written before the attack, as the bench does: not in the tool's CPU time.
-        document = compiled("--vegeta", Path(work) / "greeting-compiled.json")
+        document = compiled(file, "--vegeta", Path(work) / "scenario-compiled.json")
         subprocess.run([sys.executable, "-I", "-S", str(PLAYER), "--compiled", str(document), "--base-url", url,
-                        "--count", str(rate * (seconds + 1)), "--threads", str(SCENARIO["threads"]), "--key-phase", "1",
+                        "--count", str(rate * (seconds + 1)), "--threads", str(scenario.threads), "--key-phase", "1",
                         "--output", str(targets)], check=True)
         argv = [str(VEGETA), "attack", "-lazy", "-format=json", f"-targets={targets}", f"-rate={rate}/1s",
-                f"-duration={seconds}s", "-max-body=0", "-timeout=30s", f"-workers={connections(rate)}",
-                f"-max-workers={max_workers(rate)}", f"-output={results}"]
+                f"-duration={seconds}s", "-max-body=0", "-timeout=30s", f"-workers={connections(scenario, rate)}",
+                f"-max-workers={max_workers(scenario, rate)}", f"-output={results}"]
         if exporter:
             argv.append(f"-prometheus-addr=127.0.0.1:{EXPORTER_PORT}")
         cpu, wall, _ = measured(argv, {}, core)
@@ -218,8 +236,8 @@ def run_vegeta(url: str, rate: int, seconds: int, core: int, exporter: bool) -> 
     return Step(rate, result.requests, result.achieved_rate, cpu, wall)
 
 
-def table(name: str, steps: list[Step]) -> None:
-    print(f"\n{name}: alone on one core, greeting against nginx on another")
+def table(name: str, scenario: str, steps: list[Step]) -> None:
+    print(f"\n{name}: alone on one core, {scenario} against nginx on another")
     print(f"  {'rate/s':>7} {'requests':>9} {'achieved/s':>10} {'tool CPU-s':>10} {'core busy':>9} "
           f"{'CPU-s/1000 req':>14} {'req/s per core':>14}  within 80% and 95% of the rate")
     for step in steps:
@@ -242,9 +260,33 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--tool-core", type=int, default=0)
     parser.add_argument("--server-core", type=int, default=1)
+    parser.add_argument("--scenario", default="greeting", metavar="NAME_OR_FILE",
+                        help="a built-in's name (scenarios/<name>.yml) or a scenario file's path (default greeting)")
+    parser.add_argument("--wrk2-script", type=Path, metavar="FILE.lua",
+                        help="play this wrk2 Lua script instead of the generic player (copied beside perflab.lua)")
+    parser.add_argument("--wrk2-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for wrk2's script (repeatable)")
     args = parser.parse_args()
     rates = [int(rate) for rate in args.rates.split()]
+    file = scenarios.path_of(args.scenario).resolve()
+    try:
+        scenario = scenarios.load(file)
+    except scenarios.ScenarioError as error:
+        parser.error("\n".join(error.problems))
+    script_env = {}
+    for text in args.wrk2_env:
+        name, equals, value = text.partition("=")
+        if not name or not equals:
+            parser.error(f"--wrk2-env takes NAME=VALUE, got {text!r}")
+        script_env[name] = value
+    if args.wrk2_script is not None and not args.wrk2_script.is_file():
+        parser.error(f"--wrk2-script: no file {args.wrk2_script}")
+    if (args.wrk2_script is not None or script_env) and "wrk2" not in args.tools:
+        parser.error("--wrk2-script and --wrk2-env are wrk2's: add wrk2 to --tools")
+    wrk2_name = f"wrk2 ({args.wrk2_script.name if args.wrk2_script else 'generic player'})"
     binary, how = wrk2_binary() if "wrk2" in args.tools else (None, "")
+    if binary is not None:
+        print(how)
     with static_server(args.server_core) as url:
         for tool in args.tools:
             if tool == "wrk2" and binary is None:
@@ -255,12 +297,14 @@ def main() -> int:
                 continue
             steps = []
             for rate in rates:
-                step = (run_wrk2(binary, url, rate, args.seconds, args.tool_core) if tool == "wrk2" and binary
-                        else run_vegeta(url, rate, args.seconds, args.tool_core, exporter=tool == "vegeta"))
+                step = (run_wrk2(binary, url, rate, args.seconds, args.tool_core, file, scenario, args.wrk2_script,
+                                 script_env) if tool == "wrk2" and binary
+                        else run_vegeta(url, rate, args.seconds, args.tool_core, file, scenario,
+                                        exporter=tool == "vegeta"))
                 steps.append(step)
                 if step.busy > 1.0 or step.achieved < 0.5 * rate:
                     break  # the core is full: higher rates only fall further behind
-            table(f"{tool} ({how})" if tool == "wrk2" else tool, steps)
+            table(wrk2_name if tool == "wrk2" else tool, scenarios.label(args.scenario), steps)
     return 0
 
 

@@ -26,7 +26,7 @@ MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
 
 BAD_INPUT = [
     (["APP=struts", "SCENARIO=greeting"],
-     "perflab app: unknown app 'struts': the known apps are quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
+     "perflab app: unknown app 'struts': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
      "tfb-spring-webflux (APP= takes one of"),
     (["APP=quarkus", "SCENARIO=greeting", "THREADS=virtual"],
      "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),

@@ -63,7 +63,9 @@ def load_scenario(tmp_path: Path, inventory_text: str = INVENTORY, **extra: obje
     for name, value in {"loadgen_tool": "wrk2", **extra}.items():
         # Words with spaces as make passes them: JSON (key=value would split them into variables).
         argv += ["-e", f"{name}={value}" if isinstance(value, str) and " " not in value else json.dumps({name: value})]
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    # The compiler's scratch directory lands in this test's own TMPDIR, which it must leave empty.
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", TMPDIR=str(tmp_path / "tmp"))
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     return proc, (json.loads(out.read_text()) if out.exists() else {})
 
@@ -188,6 +190,7 @@ def test_a_scenario_file_given_by_its_path_runs(tmp_path: Path) -> None:
         "variables:\n  who: {csv: {file: names.csv, column: name}}\n")
     proc, run = load_scenario(tmp_path, loadgen_scenario=str(scenario), loadgen_tool="vegeta")
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert not list((tmp_path / "tmp").iterdir()), "the compile left its scratch directory behind"
     assert run["scenario"]["name"] == "own" and run["scenario"]["endpoints"] == ["GET /owners"]
     assert run["scenario"]["rate"] == 40 and run["warmup_s"] == 0
 
@@ -203,6 +206,7 @@ def test_a_wrong_scenario_file_is_refused_with_one_line_per_field(tmp_path: Path
         proc, run = load_scenario(tmp_path, loadgen_scenario=str(scenario))
         assert proc.returncode != 0 and run == {}
         assert f"loadgen: perflab scenario: {scenario.parent}/{problem}" in " ".join(proc.stdout.split()), proc.stdout[-3000:]
+        assert not list((tmp_path / "tmp").iterdir()), "the refused compile left its scratch directory behind"
 
 
 @pytest.mark.parametrize(("name", "rate", "connections"), [
