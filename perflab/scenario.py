@@ -60,6 +60,7 @@ The command line (`perflab scenario ...`, registered in perflab/cli.py):
                         [--host-index K] [--key-phase P] [--set NAME=VALUE ...] [--weight REQUEST=W ...]
                         [--base-url URL]
       the first N requests each tool would send (wrk2: thread by thread in the same round-robin)
+  perflab scenario label SCENARIO              its name in a run's or a sweep's name (scenario.label)
   perflab scenario compile FILE [--set NAME=VALUE ...] [--weight REQUEST=W ...] [--vegeta OUT.json] [--wrk2 OUT.lua]
                         [--as-run OUT.json]
       the compiled scenario: the document perflab/scenario_play.py plays into vegeta targets (on a
@@ -136,7 +137,7 @@ def path_of(name_or_path: str) -> Path:
 
 def label(name_or_path: str) -> str:
     """SCENARIO= as a run's and a sweep's name carry it: a built-in's name, a file's `name` (its file
-    name without .yml when it has none); the bench names its runs the same (roles/bench/vars/main.yml)."""
+    name without .yml when it has none); the bench names its runs with it (perflab scenario label)."""
     if not is_file_name(name_or_path):
         return name_or_path
     try:
@@ -782,6 +783,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _add_mix_options(show)
     show.add_argument("--base-url", default="http://app:8080", metavar="URL", help="vegeta's targets' base (default http://app:8080)")
     show.set_defaults(command=_show)
+    naming = sub.add_parser("label", help="the scenario's name in a run's or a sweep's name (a file's own name)")
+    naming.add_argument("scenario", metavar="SCENARIO", help="a built-in's name or a scenario file's path")
+    naming.set_defaults(command=_label)
     compiling = sub.add_parser("compile", help="the compiled scenario: for vegeta's player and wrk2's")
     compiling.add_argument("file", type=Path, metavar="FILE")
     _add_mix_options(compiling)
@@ -836,6 +840,11 @@ def _mix_options(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, fl
         if not equals:
             wrong.append(f"--weight takes REQUEST=NUMBER, got {text!r}")
     return parameters, weights, wrong
+
+
+def _label(args: argparse.Namespace) -> int:
+    print(label(args.scenario))
+    return EXIT_OK
 
 
 def _compile(args: argparse.Namespace) -> int:

@@ -630,3 +630,18 @@ def test_vegeta_sends_exactly_the_players_requests(tmp_path: Path) -> None:
                 for _, method, path, headers, body in islice(sc.sent(builtin("zipcodes"), sc.Placement(2)), 200)]
     # vegeta's workers send concurrently: the same requests, not necessarily in the same order.
     assert sorted(seen) == sorted(expected)
+
+
+def test_a_scenarios_label_is_a_builtins_name_or_a_files_own_name(tmp_path: Path) -> None:
+    """What runs, sweeps and compares are named by (the bench asks perflab scenario label)."""
+    named = tmp_path / "scenario.yml"
+    named.write_text("name: shop\nrate: 10\n")
+    unnamed = tmp_path / "orders v2.yaml"
+    unnamed.write_text("rate: 10\n")
+    assert sc.label("zipcodes") == "zipcodes"
+    assert sc.label(str(named)) == "shop"
+    # No name in it, or no file at all: the file's name, in the characters a run's directory name takes.
+    assert sc.label(str(unnamed)) == "orders-v2"
+    assert sc.label(str(tmp_path / "gone.yml")) == "gone"
+    done = perflab("label", str(named))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "shop\n", "")
