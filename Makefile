@@ -381,7 +381,7 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reprodu
 # here) is not in them: `make test-bench` runs it. Beside the rest it fails (its cells assert VALID runs without an
 # error, which a busy machine denies), and after the rest it took CI past its 90 minutes.
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/bench_runs tests/sweep_lab
-SSH_LAB_TESTS := tests/ssh_lab tests/fault_runs tests/user_app
+SSH_LAB_TESTS := tests/ssh_lab tests/fault_runs tests/user_app tests/postgresql_db
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
 
 # The SSH lab's share in the background (its exit status in SSH_LAB_RESULTS/exit-status), then the

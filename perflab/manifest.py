@@ -134,6 +134,10 @@ class Variant:
     description: str = ""
 
 
+# The lab_db_engine values an app speaks unless its manifest's db_engines says otherwise: the MySQL protocol's.
+DB_ENGINES = ("mariadb", "mysql")
+
+
 @dataclass(frozen=True)
 class Manifest:
     name: str
@@ -150,6 +154,7 @@ class Manifest:
     variants: dict[str, Variant] = field(default_factory=dict)
     counterpart: str | None = None  # the project's app this foreign one does the same work as
     database: Database | None = None  # its own database, instead of the lab's
+    db_engines: tuple[str, ...] = DB_ENGINES  # the lab_db_engine values it speaks
 
     @property
     def builtin(self) -> bool:
@@ -183,6 +188,7 @@ def _from_document(data: dict[str, Any], file: Path) -> Manifest:
                   for name, v in data.get("variants", {}).items()},
         counterpart=data.get("counterpart"),
         database=Database(**data["database"]) if "database" in data else None,
+        db_engines=tuple(data.get("db_engines", DB_ENGINES)),
     )
 
 
@@ -572,6 +578,7 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
         "scenarios": list(manifest.scenarios),
         "variants": dict(variants),
         "database": database_files(manifest),
+        "db_engines": list(manifest.db_engines),
     }
 
 

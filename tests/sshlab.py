@@ -87,10 +87,10 @@ def remove_hosts() -> None:
     subprocess.run(["docker", "network", "rm", NETWORK], capture_output=True, timeout=120, check=False)
 
 
-def start_host(image: str, host: str, public_key: str) -> str:
+def start_host(image: str, host: str, public_key: str, network: str = NETWORK) -> str:
     """One SSH machine: systemd, sshd, a sudo user with our key; returns its address."""
     name = f"perflab-ssh-{host}"
-    docker("run", "-d", "--name", name, "--hostname", name, "--network", NETWORK, *SYSTEMD_FLAGS, *YIELDING, image,
+    docker("run", "-d", "--name", name, "--hostname", name, "--network", network, *SYSTEMD_FLAGS, *YIELDING, image,
            "/lib/systemd/systemd")
     docker("exec", name, "sh", "-c",
            # systemd's bus appears a moment after the container starts.
@@ -107,13 +107,28 @@ def start_host(image: str, host: str, public_key: str) -> str:
     return address
 
 
-def write_inventory(directory: Path, addresses: dict[str, str], key: Path) -> None:
-    """inventory/example with the hosts filled in, as its comments ask an operator to do."""
+def new_key(inventory: Path) -> tuple[Path, str]:
+    """A fresh SSH key beside INVENTORY (not in it: Ansible reads every file of an inventory directory),
+    and an empty INVENTORY; returns the private key's path and the public key."""
+    keys = inventory.with_name(inventory.name + ".ssh")
+    for directory in (inventory, keys):
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+    key = keys / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=60)
+    return key, (keys / "id_ed25519.pub").read_text().strip()
+
+
+def remove_inventory(inventory: Path) -> None:
+    """INVENTORY, its key and its secrets (secrets/<its name>)."""
+    shutil.rmtree(ROOT / "secrets" / inventory.name, ignore_errors=True)
+    shutil.rmtree(inventory, ignore_errors=True)
+    shutil.rmtree(inventory.with_name(inventory.name + ".ssh"), ignore_errors=True)
+
+
+def write_connection(directory: Path, key: Path) -> None:
+    """inventory/example's group_vars, with the SSH settings of these machines."""
     shutil.copytree(ROOT / "inventory" / "example" / "group_vars", directory / "group_vars")
-    groups: dict[str, dict[str, Any]] = {}
-    for host, address in addresses.items():
-        groups.setdefault(HOSTS[host], {"hosts": {}})["hosts"][host] = {"ansible_host": address, "lab_address": address}
-    (directory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"lab": {"children": groups}}}}))
     (directory / "group_vars" / "lab" / "ssh.yml").write_text(yaml.safe_dump({
         "ansible_ssh_private_key_file": str(key),
         # Fresh machines with throwaway host keys.
@@ -122,6 +137,15 @@ def write_inventory(directory: Path, addresses: dict[str, str], key: Path) -> No
         # more than the default 10 s (+2) on all five at once, beside the local lab's lab-up and the checks.
         "ansible_ssh_timeout": 60,
     }))
+
+
+def write_inventory(directory: Path, addresses: dict[str, str], key: Path) -> None:
+    """inventory/example with the hosts filled in, as its comments ask an operator to do."""
+    write_connection(directory, key)
+    groups: dict[str, dict[str, Any]] = {}
+    for host, address in addresses.items():
+        groups.setdefault(HOSTS[host], {"hosts": {}})["hosts"][host] = {"ansible_host": address, "lab_address": address}
+    (directory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"lab": {"children": groups}}}}))
     lab_settings = directory / "group_vars" / "all" / "lab.yml"
     lab_settings.write_text(lab_settings.read_text()
                             + f"\nlab_prometheus_url: \"http://{addresses['monitoring1']}:9090\"\n")
@@ -140,18 +164,10 @@ def host_addresses(inventory: Path) -> dict[str, str]:
 def machines(inventory: Path) -> Iterator[dict[str, str]]:
     """Five fresh SSH machines and their inventory at INVENTORY (its name is the directory's: the lab's
     secrets go to secrets/<name>); yields host -> address, removes everything at the end."""
-    # The key beside the inventory, not in it: Ansible reads every file of an inventory directory.
-    keys = inventory.with_name(inventory.name + ".ssh")
-    for directory in (inventory, keys):
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-    key = keys / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=60)
-    public_key = (keys / "id_ed25519.pub").read_text().strip()
+    key, public_key = new_key(inventory)
     image = ssh_host_image()
     remove_hosts()
     docker("network", "create", NETWORK)
-    secrets = ROOT / "secrets" / inventory.name
     try:
         with ThreadPoolExecutor(len(HOSTS)) as pool:
             found = dict(zip(HOSTS, pool.map(lambda host: start_host(image, host, public_key), HOSTS)))
@@ -159,6 +175,4 @@ def machines(inventory: Path) -> Iterator[dict[str, str]]:
         yield found
     finally:
         remove_hosts()
-        shutil.rmtree(secrets, ignore_errors=True)
-        shutil.rmtree(inventory, ignore_errors=True)
-        shutil.rmtree(keys, ignore_errors=True)
+        remove_inventory(inventory)

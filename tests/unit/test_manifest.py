@@ -610,3 +610,15 @@ def test_petclinic_brings_its_own_database_and_workload() -> None:
     assert deployed["env"]["MYSQL_URL"] == "jdbc:mysql://db.example:3306/petclinic?sslMode=REQUIRED"
     assert deployed["password_env"] == ["MYSQL_PASS"]
     assert Path(deployed["database"]["schema"]).name == "schema.sql" and Path(deployed["database"]["seed"]).name == "data.sql"
+
+
+def test_db_engines_says_which_lab_db_engine_an_app_speaks(tmp_path: Path) -> None:
+    """By default the MySQL protocol's engines (every app of the lab today); a manifest may name PostgreSQL,
+    and the bench and make deploy refuse an app whose list lacks the db host's lab_db_engine."""
+    assert manifest.load(write(tmp_path, valid())).db_engines == ("mariadb", "mysql")
+    assert manifest.deploy_vars(manifest.load(write(tmp_path, valid())), {}, LAB)["db_engines"] == ["mariadb", "mysql"]
+    found = manifest.load(write(tmp_path, valid() | {"db_engines": ["postgresql"]}, "pg.yml"))
+    assert found.db_engines == ("postgresql",)
+    assert any("db_engines" in line and "oracle" in line for line in problems(tmp_path, valid() | {"db_engines": ["oracle"]}))
+    assert any("db_engines" in line for line in problems(tmp_path, valid() | {"db_engines": []}))
+    assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql") for name in ("quarkus", "spring-mvc", "petclinic"))
