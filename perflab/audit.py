@@ -63,6 +63,7 @@ class Thresholds:
     statements_per_request_tolerance: Threshold
     max_jit_compile_fraction: Threshold
     warmup_settled_s: Threshold
+    max_load_start_late_fraction: Threshold
 
 
 THRESHOLDS = Thresholds(
@@ -166,6 +167,13 @@ THRESHOLDS = Thresholds(
         0.01,
         "Report 1's open problem: without warm-up, interpreted and compiled code were mixed. A "
         "warmed-up JVM compiles almost nothing; JIT time over 1% of the window means it still was.",
+    ),
+    max_load_start_late_fraction=Threshold(
+        0.02,
+        "Issue 24: two loadgen hosts started 1,507 ms after the window's agreed start while the DB host ran "
+        "four busy loops. A tool that starts late sends its share that much past the window's end: the window "
+        "reads the CPU of fewer requests than it counts, and its first moments ran below the rate. Up to 2% of "
+        "the window is within a scrape's own jitter and a CPU figure's noise; beyond it the run says so.",
     ),
     warmup_settled_s=Threshold(
         5,
@@ -685,6 +693,28 @@ def run_complete(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult
     return _result("run_complete", Status.VALID, "the run completed")
 
 
+def load_on_time(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+    """The load started late against the window's agreed start (on its latest loadgen host): WARN when by
+    more than max_load_start_late_fraction of the window, since the window's figures then miss that much
+    of the load (its CPU ran past the window's end)."""
+    name = "load_on_time"
+    if obs.load_start_late_ms is None:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: " + obs.unobserved.get(
+            "load_start_late_ms", "the run recorded no start of the load against the window"))
+    if run.duration_s <= 0:
+        return _result(name, Status.NOT_EVALUATED, "not evaluated: the measured window is empty")
+    late_ms = max(0.0, obs.load_start_late_ms)
+    fraction = late_ms / 1000 / run.duration_s
+    apart = (f"; the loadgen hosts started {obs.load_start_skew_ms:g} ms apart"
+             if obs.load_start_skew_ms is not None and obs.load_start_skew_ms > 0 else "")
+    evidence = (f"the load started {late_ms:g} ms after the window's agreed start ({fraction:.2%} of the "
+                f"{run.duration_s:g} s window; maximum {t.max_load_start_late_fraction.value:.0%}){apart}")
+    if fraction > t.max_load_start_late_fraction.value:
+        return _result(name, Status.WARN, evidence + ": that much of the load ran past the window's end, where "
+                       "its CPU is not read, and the window's first moments ran below the rate")
+    return _result(name, Status.VALID, evidence)
+
+
 RULES: tuple[Rule, ...] = (
     run_complete,
     app_not_restarted,
@@ -700,6 +730,7 @@ RULES: tuple[Rule, ...] = (
     steady_mix,
     same_db_work,
     jit_quiet,
+    load_on_time,
 )
 
 

@@ -442,6 +442,8 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
                          for tier, sample in inputs.cpu_start.items()),
         warmup_s=inputs.run.warmup_s,
         db_sessions=sessions,
+        load_start_late_ms=None if inputs.start_late_ms is None else float(inputs.start_late_ms),
+        load_start_skew_ms=None if inputs.start_skew_ms is None else float(inputs.start_skew_ms),
     )
     tier_cpus = {tier: (sample.host, sample.cpus) for tier, sample in inputs.cpu_start.items()}
     # The statements per request to expect: the scenario's requests' own, over the contract's table.
@@ -450,6 +452,10 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
                                    inputs.run.scenario.endpoints, statements)
     if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
         observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
+    if inputs.start_late_ms is None:
+        observations = replace(observations, unobserved={
+            **observations.unobserved,
+            "load_start_late_ms": "the bench recorded no start of the load against the window (inputs written before it did)"})
     allotted = {tier: float(len(sample.cpus)) for tier, sample in inputs.cpu_start.items()}
     allotted["app"] = app_cpu(inputs).allotted_cores
     return observations, _utilization(prometheus_url, window, run_dir, allotted)

@@ -197,6 +197,11 @@ class Observations:
     # The app's server-side latency on the scenario's routes; None = not observed (also in observations
     # written before perflab read it, and for an app that exports no histogram: `unobserved` says why).
     server_latency: ServerLatency | None = None
+    # How late the load started against the measured window's agreed start, on its latest loadgen host (ms),
+    # and how far apart the hosts started (ms): the bench's record (bench-inputs.json). None where it has none
+    # (inputs written before the window was agreed ahead; the skew with one loadgen host).
+    load_start_late_ms: float | None = None
+    load_start_skew_ms: float | None = None
     # Field name -> why it is None; "saturation.<field>" for a figure of the saturation left None.
     unobserved: dict[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION

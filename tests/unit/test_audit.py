@@ -63,7 +63,7 @@ def test_rules_without_data_say_so_and_do_not_decide_the_verdict() -> None:
     skipped = {r.rule: r.evidence for r in verdict.not_evaluated}
     assert set(skipped) == {
         "app_not_restarted", "db_up", "slo_p99", "queue_outside_the_app", "loadgen_cpu", "app_is_bottleneck",
-        "tiers_not_colocated", "warmed_up", "steady_mix", "same_db_work", "jit_quiet",
+        "tiers_not_colocated", "warmed_up", "steady_mix", "same_db_work", "jit_quiet", "load_on_time",
     }
     assert skipped["loadgen_cpu"] == "not evaluated: no Prometheus data"
     assert all(text.startswith("not evaluated") for text in skipped.values())
@@ -770,3 +770,20 @@ def test_without_the_apps_histogram_the_rule_is_not_evaluated_and_says_why() -> 
     assert rule_result(audit.queue_outside_the_app, with_p50(20_000.0), server_latency=beyond).evidence == (
         "not evaluated: the app's own p50 is beyond its histogram's last bound (10,000 ms): how far cannot be told")
     assert audit.audit(STEADY, Observations(server_latency=GREETING)).status is Status.VALID
+
+
+def test_a_load_that_started_late_against_the_window_warns() -> None:
+    """Issue 24: two loadgen hosts started 1,507 ms after the window's agreed start; over a 20 s window
+    that is 7.5% of the load run past the window's end."""
+    window = STEADY.duration_s
+    on_time = rule_result(audit.load_on_time, load_start_late_ms=12.0)
+    assert on_time.status is Status.VALID
+    assert on_time.evidence.startswith(f"the load started 12 ms after the window's agreed start ({0.012 / window:.2%} of the")
+    late = rule_result(audit.load_on_time, load_start_late_ms=1507.5, load_start_skew_ms=1507.5)
+    assert late.status is Status.WARN
+    assert f"({1.5075 / window:.2%} of the {window:g} s window; maximum 2%); the loadgen hosts started 1507.5 ms apart" \
+        in late.evidence
+    assert "ran past the window's end" in late.evidence
+    # Exactly at the tolerance is still on time; unknown is said so, not judged.
+    assert rule_result(audit.load_on_time, load_start_late_ms=0.02 * window * 1000).status is Status.VALID
+    assert rule_result(audit.load_on_time).status is Status.NOT_EVALUATED

@@ -239,6 +239,7 @@ def test_audit_prints_the_reasons_first(tmp_path: Path) -> None:
         "  NOT_EVALUATED steady_mix: not evaluated: no Prometheus data on the read/write mix\n"
         "  NOT_EVALUATED same_db_work: not evaluated: no Prometheus data on DB sessions and statements\n"
         "  NOT_EVALUATED jit_quiet: not evaluated: no Prometheus data on JIT compilation\n"
+        "  NOT_EVALUATED load_on_time: not evaluated: the run recorded no start of the load against the window\n"
         "app cost: CPU per 1,000 requests not evaluated: no CPU figure of the app; max RSS not evaluated: "
         "no Prometheus data on the app's memory\n"
     )
