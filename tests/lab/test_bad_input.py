@@ -116,10 +116,10 @@ def docker(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def standin_hosts() -> Iterator[dict[str, str]]:
-    """Systemd containers standing in for SSH hosts: one per tier but monitoring, plus one that
-    claims Ubuntu 20.04. Removed at the end."""
+    """Systemd containers standing in for SSH hosts: one per tier, plus one that claims Ubuntu 20.04.
+    Removed at the end."""
     image = base_image()
-    names = {tier: f"{PREFIX}-{tier}" for tier in ("loadgen", "db", "app")} | {"focal": f"{PREFIX}-focal"}
+    names = {tier: f"{PREFIX}-{tier}" for tier in ("loadgen", "db", "app", "monitoring")} | {"focal": f"{PREFIX}-focal"}
     try:
         for name in names.values():
             docker("run", "-d", "--name", name, "--hostname", name, *SYSTEMD_RUN_OPTIONS, image, "/lib/systemd/systemd")
@@ -183,3 +183,23 @@ def test_unsupported_distro_is_named_and_nothing_changes(standin_hosts: dict[str
         tail(result.stdout)
     assert "TASK [common" not in result.stdout
     assert_hosts_untouched(list(standin_hosts.values()))
+
+
+@pytest.mark.parametrize(("engine", "offered"), [("oracle", "mariadb or postgresql"), ("mysql", "mariadb or postgresql")])
+def test_a_db_engine_the_release_does_not_offer_is_named_and_nothing_changes(
+        standin_hosts: dict[str, str], tmp_path: Path, engine: str, offered: str) -> None:
+    """lab_db_engine is checked with the hosts, before any change: a name that is no engine, and MySQL on
+    Debian 12, which ships MariaDB."""
+    db_name, db_vars = over_docker(standin_hosts["db"])
+    inventory = ssh_lab_inventory(tmp_path / engine, {
+        "loadgen": over_docker(standin_hosts["loadgen"]),
+        "db": (db_name, db_vars | {"lab_db_engine": engine}),
+        "app": over_docker(standin_hosts["app"]),
+        "monitoring": over_docker(standin_hosts["monitoring"]),
+    })
+    result = run_make("lab-up", f"INVENTORY={inventory}")
+    assert result.returncode != 0
+    assert (f"Host {db_name} is a db host with lab_db_engine '{engine}', but on Debian 12" in result.stdout
+            and f"it may be {offered}." in result.stdout), tail(result.stdout)
+    assert "TASK [common" not in result.stdout
+    assert_hosts_untouched([standin_hosts[t] for t in ("loadgen", "db", "app", "monitoring")])
