@@ -66,6 +66,7 @@ LAB_VARIABLES = {
     "db_password_file": "a file on the app host holding that password, readable by the app",
     "db_ca_file": "the lab CA (PEM) on the app host, which the database server's certificate is checked against",
     "db_pool_size": "the most database connections the app's pool may open",
+    "db_engine": "the db host's engine (its lab_db_engine: mariadb, mysql or postgresql); an app whose db_engines lacks it is refused",
 }
 PASSWORD = "db_password"
 PASSWORD_FILE = "db_password_file"
@@ -542,6 +543,9 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
     unknown = sorted(set(lab) - set(LAB_VARIABLES))
     if unknown:
         raise ManifestError([f"unknown lab variable(s) {', '.join(unknown)}: the lab's variables are {', '.join(LAB_VARIABLES)}"])
+    if "db_engine" in lab and lab["db_engine"] not in manifest.db_engines:
+        raise ManifestError([f"{manifest.name} speaks {', '.join(manifest.db_engines)} ({recorded(manifest.file)}: db_engines), "
+                             f"and the lab's db host runs {lab['db_engine']} (lab_db_engine)"])
     options = [manifest.variants[name].options[value] for name, value in variants.items()]
     env = dict(manifest.env)
     for option in options:

@@ -24,7 +24,7 @@ all:
     lab:
       children:
         app: {hosts: {appx: {lab_address: app.example, ansible_connection: local, ansible_python_interpreter: '{{ ansible_playbook_python }}'}}}
-        db: {hosts: {dbx: {lab_address: db.example}}}
+        db: {hosts: {dbx: {lab_address: db.example, lab_db_engine: mariadb}}}
 """
 # The environment file role app wrote for every app before manifests (its app.env.j2 over
 # vars/main.yml __app_env with the defaults), after its ansible_managed comment lines.

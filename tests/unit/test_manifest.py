@@ -622,3 +622,10 @@ def test_db_engines_says_which_lab_db_engine_an_app_speaks(tmp_path: Path) -> No
     assert any("db_engines" in line and "oracle" in line for line in problems(tmp_path, valid() | {"db_engines": ["oracle"]}))
     assert any("db_engines" in line for line in problems(tmp_path, valid() | {"db_engines": []}))
     assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql") for name in ("quarkus", "spring-mvc", "petclinic"))
+    # The lab gives its db host's engine (role app, the bench's checks, make deploy): one the app lacks is one line.
+    assert manifest.deploy_vars(found, {}, LAB | {"db_engine": "postgresql"})["db_engines"] == ["postgresql"]
+    quarkus = manifest.resolve("quarkus")
+    with pytest.raises(ManifestError) as refused:
+        manifest.deploy_vars(quarkus, manifest.choose(quarkus, []), LAB | {"db_engine": "postgresql"})
+    assert refused.value.problems == ("quarkus speaks mariadb, mysql (apps/quarkus/perflab-app.yml: db_engines), and the lab's "
+                                      "db host runs postgresql (lab_db_engine)",)
