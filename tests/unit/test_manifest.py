@@ -33,7 +33,8 @@ SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml"))
 
 # What role app passes as the lab's variables (roles/app/vars/main.yml __app_lab, its defaults).
 LAB = {"db_host": "db.example", "db_port": "3306", "db_name": "perflab", "db_user": "perflab",
-       "db_password_file": "/etc/perflab/db-password", "db_ca_file": "/etc/perflab/db-ca.crt", "db_pool_size": "16"}
+       "db_password_file": "/etc/perflab/db-password", "db_ca_file": "/etc/perflab/db-ca.crt", "db_pool_size": "16",
+       "db_engine": "mariadb"}
 
 
 def role_env_before_manifests(dispatch: str = "io", threads: str = "platform", max_threads: str = "200") -> dict[str, str]:
@@ -328,7 +329,9 @@ def test_the_builtin_apps_deploy_as_the_role_did_before_manifests(app: str, sele
     # The same environment, in the same order, but for the settings this app never reads (the role
     # gave every app every PERFLAB_* variable): each left out is absent from the app's sources.
     left_out = [name for name in before if name not in deployed["env"]]
-    assert deployed["env"] == {name: value for name, value in before.items() if name not in left_out}
+    # And the one setting added since: the db host's engine, to the apps that speak more than one.
+    added = {"PERFLAB_DB_ENGINE": LAB["db_engine"]} if app.startswith("spring") else {}
+    assert deployed["env"] == {name: value for name, value in before.items() if name not in left_out} | added
     sources = app_sources(app)
     assert all(name not in sources for name in left_out), left_out
     assert set(left_out) == {"quarkus": {"PERFLAB_THREADS", "PERFLAB_MAX_THREADS"},
@@ -494,7 +497,7 @@ def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> 
     shown = json.loads(out)
     assert code == 0 and shown["variants"] == {"threads": "virtual", "max_threads": "400"}
     assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
-                            if k != "PERFLAB_GREETING_DISPATCH"}
+                            if k != "PERFLAB_GREETING_DISPATCH"} | {"PERFLAB_DB_ENGINE": "mariadb"}
     assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are petclinic, quarkus, "
                                                         "spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
                                                         "tfb-spring-webflux (APP= takes one of them or the path of a "
@@ -621,7 +624,9 @@ def test_db_engines_says_which_lab_db_engine_an_app_speaks(tmp_path: Path) -> No
     assert found.db_engines == ("postgresql",)
     assert any("db_engines" in line and "oracle" in line for line in problems(tmp_path, valid() | {"db_engines": ["oracle"]}))
     assert any("db_engines" in line for line in problems(tmp_path, valid() | {"db_engines": []}))
-    assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql") for name in ("quarkus", "spring-mvc", "petclinic"))
+    assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql") for name in ("quarkus", "petclinic"))
+    assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql", "postgresql")
+               for name in ("spring-mvc", "spring-webflux"))
     # The lab gives its db host's engine (role app, the bench's checks, make deploy): one the app lacks is one line.
     assert manifest.deploy_vars(found, {}, LAB | {"db_engine": "postgresql"})["db_engines"] == ["postgresql"]
     quarkus = manifest.resolve("quarkus")

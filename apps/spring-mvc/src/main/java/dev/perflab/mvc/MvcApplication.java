@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.lang.management.ManagementFactory;
 import java.sql.Connection;
+import java.util.List;
 import java.util.Map;
 import java.util.function.ToIntFunction;
 import javax.management.JMException;
@@ -33,7 +34,21 @@ public class MvcApplication {
     public static void main(String[] args) {
         SpringApplication app = new SpringApplication(MvcApplication.class);
         app.setDefaultProperties(Map.of("spring.threads.virtual.enabled", virtualThreads()));
+        app.setAdditionalProfiles(dbEngine());
         app.run(args);
+    }
+
+    /**
+     * PERFLAB_DB_ENGINE=mariadb|mysql|postgresql (the lab's db host), the active profile: PostgreSQL's
+     * datasource URL is application-postgresql.properties'; MariaDB Connector/J (application.properties)
+     * speaks to both MySQL servers. Anything else stops the app before it starts.
+     */
+    private static String dbEngine() {
+        String engine = System.getenv().getOrDefault("PERFLAB_DB_ENGINE", "mariadb");
+        if (!List.of("mariadb", "mysql", "postgresql").contains(engine)) {
+            fail("PERFLAB_DB_ENGINE must be 'mariadb', 'mysql' or 'postgresql', not '" + engine + "'");
+        }
+        return engine;
     }
 
     /** PERFLAB_THREADS=platform|virtual (report 2 and 4); anything else stops the app before it starts. */

@@ -6,7 +6,6 @@ import dev.perflab.mvc.Model.NewBook;
 import dev.perflab.mvc.Model.NewOrder;
 import dev.perflab.mvc.Model.Zipcode;
 import java.sql.PreparedStatement;
-import java.sql.Statement;
 import java.util.List;
 import java.util.Optional;
 import org.springframework.http.HttpStatus;
@@ -14,14 +13,16 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
 import org.springframework.jdbc.support.GeneratedKeyHolder;
 import org.springframework.stereotype.Repository;
-import org.springframework.transaction.annotation.Isolation;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.web.server.ResponseStatusException;
 
 /**
  * Every DB statement of the app, written out so that each request issues exactly the statements
  * of the contract's table (JdbcTemplate rather than JPA: no hidden select-before-insert, no flush).
- * Reads run one auto-committed statement; writes run in one transaction at READ COMMITTED.
+ * Reads run one auto-committed statement; writes run in one transaction at READ COMMITTED, the
+ * isolation every connection of the pool starts at (application.properties). The transactions do not
+ * name it: Spring would then read each connection's isolation before each transaction, and PostgreSQL's
+ * driver asks the server for it (SHOW TRANSACTION ISOLATION LEVEL, a round trip per write).
  */
 @Repository
 class Store {
@@ -32,6 +33,8 @@ class Store {
     private static final String ZIPCODE_COLUMNS = "SELECT zip, city, county, state, timezone, type FROM zipcode ";
     private static final RowMapper<Zipcode> ZIPCODE = (rs, row) -> new Zipcode(rs.getString(1), rs.getString(2),
             rs.getString(3), rs.getString(4), rs.getString(5), rs.getString(6));
+
+    private static final String[] ID = {"id"};
 
     private final JdbcTemplate jdbc;
 
@@ -48,7 +51,7 @@ class Store {
     }
 
     /** Report 1's get-or-create; a lost duplicate-key race ends in DuplicateKeyException and a rollback. */
-    @Transactional(isolation = Isolation.READ_COMMITTED)
+    @Transactional
     public Stored getOrCreateZipcode(Zipcode z) {
         return findZipcode(z.zip()).map(found -> new Stored(found, false)).orElseGet(() -> {
             jdbc.update("INSERT INTO zipcode (zip, city, county, state, timezone, type) VALUES (?, ?, ?, ?, ?, ?)",
@@ -62,13 +65,13 @@ class Store {
                 (rs, row) -> new Book(rs.getLong(1), rs.getString(2), rs.getString(3)));
     }
 
-    @Transactional(isolation = Isolation.READ_COMMITTED)
+    @Transactional
     public Book createBook(NewBook book) {
         long id = insert("INSERT INTO book (title, author) VALUES (?, ?)", book.title(), book.author());
         return new Book(id, book.title(), book.author());
     }
 
-    @Transactional(isolation = Isolation.READ_COMMITTED)
+    @Transactional
     public BookOrder createOrder(NewOrder order) {
         requireRow("book", order.bookId());
         requireRow("app_user", order.userId());
@@ -84,11 +87,14 @@ class Store {
         }
     }
 
-    /** The generated id comes back in the server's OK packet: no extra statement. */
+    /**
+     * The generated id comes back with the insert, in no extra statement: in MariaDB's OK packet, and
+     * on PostgreSQL as the INSERT's RETURNING "id" (the column named, not RETURNING *).
+     */
     private long insert(String sql, Object... values) {
         GeneratedKeyHolder keys = new GeneratedKeyHolder();
         jdbc.update(con -> {
-            PreparedStatement ps = con.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS);
+            PreparedStatement ps = con.prepareStatement(sql, ID);
             for (int i = 0; i < values.length; i++) {
                 ps.setObject(i + 1, values[i]);
             }

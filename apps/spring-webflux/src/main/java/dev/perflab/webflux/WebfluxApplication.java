@@ -12,6 +12,7 @@ import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.PoolMetrics;
 import java.time.Duration;
+import java.util.List;
 import java.util.function.ToIntFunction;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
@@ -29,7 +30,24 @@ import reactor.netty.resources.LoopResources;
 public class WebfluxApplication {
 
     public static void main(String[] args) {
-        SpringApplication.run(WebfluxApplication.class, args);
+        SpringApplication app = new SpringApplication(WebfluxApplication.class);
+        app.setAdditionalProfiles(dbEngine());
+        app.run(args);
+    }
+
+    /**
+     * PERFLAB_DB_ENGINE=mariadb|mysql|postgresql (the lab's db host), the active profile: r2dbc-postgresql's
+     * URL and TLS options are application-postgresql.properties'; r2dbc-mysql (application.properties) speaks
+     * to both MySQL servers. Anything else stops the app before it starts.
+     */
+    private static String dbEngine() {
+        String engine = System.getenv().getOrDefault("PERFLAB_DB_ENGINE", "mariadb");
+        if (!List.of("mariadb", "mysql", "postgresql").contains(engine)) {
+            System.err.println("perflab-spring-webflux: PERFLAB_DB_ENGINE must be 'mariadb', 'mysql' or 'postgresql', not '"
+                    + engine + "'");
+            System.exit(2);
+        }
+        return engine;
     }
 
     /**
@@ -64,7 +82,7 @@ public class WebfluxApplication {
 
     /**
      * The common event-loop gauges (docs/ARCHITECTURE.md): Reactor Netty's loops that serve HTTP (reactor-http-*,
-     * the server's child group), read at each scrape. r2dbc-mysql's connections run on loops of their own
+     * the server's child group), read at each scrape. the R2DBC driver's connections run on loops of their own
      * (reactor-tcp-*), not counted here. Reactor Netty's reactor.netty.eventloop.pending.tasks would need its
      * server metrics on (per-URI meters of their own) and appears only for loops that have served a connection.
      */
@@ -109,7 +127,7 @@ public class WebfluxApplication {
     /**
      * Works around a Reactor Netty HTTP/1.1 keep-alive stall (reactor/reactor-netty#4361, in 1.2.18, the version
      * Spring Boot 3.5 manages; fixed upstream only after it). Reactor Netty reads a connection on demand. When a
-     * response is finished off the connection's event loop (a DB row on r2dbc-mysql's loop, /hello's timer,
+     * response is finished off the connection's event loop (a DB row on the R2DBC driver's loop, /hello's timer,
      * /metrics on boundedElastic), the client's next request can arrive before that exchange has terminated; it is
      * buffered, and if the buffered request is then answered at once (/greeting, /health/live, a 400), the buffer
      * drains without anyone asking Netty to read again: the request after it is never read, so never answered.
