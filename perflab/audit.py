@@ -12,7 +12,7 @@ the four field reports the method comes from (README.md, "the method").
 
 Two rules judge what happened to the lab in the window rather than how it performed: the app's JVM
 starting again in it (app_not_restarted, from process-exporter) and the DB going down
-(db_up, from mysqld_exporter's mysql_up). They come first: a crash or an outage explains the
+(db_up, from the DB exporter's mysql_up or pg_up). They come first: a crash or an outage explains the
 errors and the shortfall the rules after them find.
 """
 
@@ -76,8 +76,8 @@ THRESHOLDS = Thresholds(
     max_db_down_s=Threshold(
         0,
         "Issue 14: the DB stopped 10 s into the measured phase. Every request that needed it failed or "
-        "waited while it was down: the window measured an outage, not the app. One scrape of mysqld_exporter "
-        "reporting mysql_up 0 is enough: the exporter could not reach the DB.",
+        "waited while it was down: the window measured an outage, not the app. One scrape of the DB's exporter "
+        "reporting it down (mysql_up or pg_up 0) is enough: the exporter could not reach the DB.",
     ),
     max_errors=Threshold(
         0,
@@ -160,7 +160,7 @@ THRESHOLDS = Thresholds(
         0.05,
         "Every app must do the same work (apps/contract/README.md: DB statements per request). "
         "One statement more or less per request is a difference of 1.0. The lab's own statements "
-        "(mysqld_exporter's queries) are measured at rest after the run and taken off; what "
+        "(the DB exporter's queries) are measured at rest after the run and taken off; what "
         "remains (pools opening connections) stays far below 0.05 per request.",
     ),
     max_jit_compile_fraction=Threshold(
@@ -220,12 +220,20 @@ def app_restart(run: RunResult, obs: Observations) -> str | None:
     return f"the app restarted {started - start:.0f} s into the measured window (its JVM started at {clock(started)})"
 
 
+def db_up_metric(obs: Observations) -> str:
+    """The metric that says the DB is up, as the sentences name it: the engine's (obs.db_name, "PostgreSQL 15.14
+    on ..."), MariaDB/MySQL's where the run did not record it."""
+    if (obs.db_name or "").startswith("PostgreSQL"):
+        return "postgres_exporter's pg_up"
+    return "mysqld_exporter's mysql_up"
+
+
 def db_outage(obs: Observations) -> str | None:
-    """The DB's outage as the sentences state it, when mysqld_exporter saw it down in the window; else None."""
+    """The DB's outage as the sentences state it, when its exporter saw it down in the window; else None."""
     if not obs.db_down_s:
         return None
     since = f" from {clock(obs.db_down_from)}" if obs.db_down_from is not None else " in the measured window"
-    return f"the DB was down for ~{obs.db_down_s:.0f} s{since} (mysqld_exporter's mysql_up 0)"
+    return f"the DB was down for ~{obs.db_down_s:.0f} s{since} ({db_up_metric(obs)} 0)"
 
 
 def _reasons(obs: Observations, names: list[str]) -> str:
@@ -274,21 +282,21 @@ def app_not_restarted(run: RunResult, obs: Observations, t: Thresholds) -> RuleR
 
 
 def db_up(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
-    """mysqld_exporter saw the DB down (mysql_up 0) in the measured window: INVALID."""
+    """The DB's exporter saw it down (mysql_up or pg_up 0) in the measured window: INVALID."""
     name = "db_up"
     if obs.db_down_s is None:
         return _result(name, Status.NOT_EVALUATED, _not_observed(
-            obs, "db_down_s", what="on the DB's availability (mysqld_exporter's mysql_up)"))
+            obs, "db_down_s", what=f"on the DB's availability ({db_up_metric(obs)})"))
     outage = db_outage(obs)
     if outage is not None and obs.db_down_s > t.max_db_down_s.value:
         return _result(name, Status.INVALID, outage)
-    return _result(name, Status.VALID, "the DB was up at every scrape of the measured window (mysqld_exporter's mysql_up 1)")
+    return _result(name, Status.VALID, f"the DB was up at every scrape of the measured window ({db_up_metric(obs)} 1)")
 
 
 def service_name(tier: str, obs: Observations) -> str:
     """The tier's own service as the sentences name it: "MariaDB 10.11", "the app's JVM", "the load generator"."""
     if tier == "db":
-        return (obs.db_name or "the DB's mysqld").split(" on ")[0]
+        return (obs.db_name or "the DB's server").split(" on ")[0]
     return {"app": "the app's JVM", "loadgen": "the load generator"}.get(tier, f"the {tier} tier's service")
 
 

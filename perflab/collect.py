@@ -400,6 +400,19 @@ def _unix(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+def database_name(version: str) -> str:
+    """The DB server as the sentences name it, from its version line (host_facts.py): "MariaDB 10.11.14"
+    from `mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 ...`, "MySQL 8.0.43" from `mysqld  Ver 8.0.43-0ubuntu...`,
+    "PostgreSQL 15.14" from `postgres (PostgreSQL) 15.14 (Debian ...)`."""
+    postgres = re.search(r"\(PostgreSQL\)\s+([0-9.]+)", version)
+    if postgres:
+        return f"PostgreSQL {postgres.group(1)}"
+    mysql = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", version)
+    if mysql:
+        return f"{'MariaDB' if mysql.group(3) or mysql.group(1) == 'MariaDB' else 'MySQL'} {mysql.group(2)}"
+    return "the database"
+
+
 def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
     """The DB's client sessions at the end of the window (roles/bench/tasks/db_sessions.yml); where
     the DB did not answer, the bench wrote why instead."""
@@ -426,9 +439,7 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
     # DB once more (the lab's own statements at rest).
     time.sleep(max(0.0, window.end + window.settled_s - time.time()))
     sessions, sessions_reason = db_sessions(run_dir)
-    version = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", inputs.versions.get("database") or "")
-    database = (f"{'MariaDB' if version.group(3) or version.group(1) == 'MariaDB' else 'MySQL'} {version.group(2)}"
-                if version else "the database")
+    database = database_name(inputs.versions.get("database") or "")
     sampled = Observations(
         source=f"cgroup cpu.stat of each tier's host, read at the measured window's bounds (cpu_window.py), "
                f"and Prometheus at {prometheus_url} "

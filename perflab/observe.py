@@ -78,10 +78,8 @@ JIT_METRIC = "jvm_compilation_time_ms_total"
 APP_JVM_START = 'namedprocess_namegroup_oldest_start_time_seconds{job="process",tier="app",groupname="app-java"}'
 # The app's request counter, by route: its requests, and the one whose reset says the JVM started again.
 APP_REQUESTS = 'http_server_requests_seconds_count{{job="app",application="{app}"}}'
-# The DB's statement counters read for statements per request.
-DB_STATEMENTS = 'mysql_global_status_commands_total{job="mysqld",command=~"select|insert|update|delete"}'
-# 1 while mysqld_exporter can reach the DB, 0 at each scrape it cannot (the exporter keeps running).
-DB_UP = 'mysql_up{job="mysqld"}'
+# The DB's statement counters read for statements per request, either engine's (perflab/tiers.py).
+DB_STATEMENTS = tiers.db_statements()
 
 
 @dataclass(frozen=True)
@@ -388,7 +386,7 @@ class Observer:
         self.found = replace(self.found, expected_statements_per_request=expected)
         read = [self._workload_statements(kind, at_rest) for kind in STATEMENT_KINDS]
         if any(r is None for r in read):
-            self.found.unobserved["statements_per_request"] = "mysqld_exporter had no Com_* counters in the window"
+            self.found.unobserved["statements_per_request"] = f"{tiers.DB_EXPORTER} had no statement counters in the window"
             return
         if requests <= 0:
             self.found.unobserved["statements_per_request"] = "no request of the workload reached the app"
@@ -407,23 +405,25 @@ class Observer:
         db_resets = self._resets(DB_STATEMENTS, at_rest + w.rest_read_s)
         if db_resets > 0:
             self.found.unobserved["statements_per_request"] = (
-                f"the DB's statement counters went back {db_resets:.0f} time(s) in the window (Com_*: the DB started "
-                "again, counting from zero): the window's statements are not known")
+                f"the DB's statement counters went back {db_resets:.0f} time(s) in the window (the DB started again, "
+                "counting from zero): the window's statements are not known")
             return
         per_request = StatementsPerRequest(*(float(r[0]) / requests for r in read if r is not None))
         self.found = replace(self.found, statements_per_request=per_request)
 
     def _workload_statements(self, kind: str, at_rest: float) -> tuple[float, float] | None:
         """The DB's statements of one kind from the window's start to at_rest, less the lab's own:
-        mysqld_exporter's queries at every scrape (and any keep-alive) go on at rest too. Their rate is
+        the exporter's queries at every scrape (and any keep-alive) go on at rest too. Their rate is
         read between two samples at rest, at_rest and one scrape later (Window.rest_read_s), and taken off
         for the time between the first and the last sample read; at 50 req/s they were 0.03 to 0.05
         selects per request, the tolerance of same_db_work. Returns (the workload's statements,
         the lab's own between the two samples at rest: one scrape's worth)."""
-        series = f'mysql_global_status_commands_total{{job="mysqld",command="{kind}"}}'
+        # PostgreSQL's counters have a series per kind only once a statement of the kind ran: a kind
+        # without one counts 0 wherever the DB has counters of another kind. Every kind is scraped at once.
+        series = tiers.db_statements(kind)
         start, rest, later = self.window.start, at_rest, at_rest + self.window.rest_read_s
-        values = [self.prom.value(f"sum({series})", at) for at in (start, rest, later)]
-        times = [self.prom.value(f"max(timestamp({series}))", at) for at in (start, rest, later)]
+        values = [self.prom.value(f"sum({series}) or 0 * sum({DB_STATEMENTS})", at) for at in (start, rest, later)]
+        times = [self.prom.value(f"max(timestamp({DB_STATEMENTS}))", at) for at in (start, rest, later)]
         if values[0] is None or values[1] is None:
             return None
         delta = max(0.0, values[1] - values[0])
@@ -483,7 +483,7 @@ class Observer:
             self.found = replace(self.found, service_cpu=found)
         else:
             self.found.unobserved["service_cpu"] = ("process-exporter reported no CPU of the tiers' services "
-                                                    f"(groups {', '.join(tiers.SERVICE_GROUPS.values())}) in the window")
+                                                    f"(groups {', '.join(g.replace('|', ' or ') for g in tiers.SERVICE_GROUPS.values())}) in the window")
 
     def cpus(self, tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]]) -> None:
         """Per tier, the fraction of its CPUs busy with any process of its machine (node_exporter
@@ -522,7 +522,7 @@ class Observer:
                 "max", f'sum(jvm_threads_states_threads{{job="app",application="{self.app}",state="blocked"}})'),
             **{name: self._over_window(how, f"sum({gauge}{app})")
                for gauges, _ in REQUEST_HANDLING for name, (how, gauge) in gauges.items()},
-            db_threads_running_avg=self._over_window("avg", 'sum(mysql_global_status_threads_running{job="mysqld"})'),
+            db_threads_running_avg=self._over_window("avg", tiers.DB_SESSIONS_RUNNING),
             db_disk_await_ms=await_ms,
             network_link_fraction={s.labels["tier"]: s.value for s in link
                                    if "tier" in s.labels and math.isfinite(s.value)} or None,
@@ -536,7 +536,7 @@ class Observer:
             "app_threads_blocked_max": app_unobserved or f'{exported} jvm_threads_states_threads{{state="blocked"}} '
                                                          "in the window",
             **{name: app_unobserved or f"{exported} {absent}" for gauges, absent in REQUEST_HANDLING for name in gauges},
-            "db_threads_running_avg": "mysqld_exporter reported no mysql_global_status_threads_running in the window",
+            "db_threads_running_avg": f"{tiers.DB_EXPORTER} reported no sessions running statements in the window",
             "db_disk_await_ms": self.found.unobserved.get("db_disk_busy", "the DB's busiest disk completed no I/O in the window"),
             "network_link_fraction": "node_exporter reported no eth0 traffic against a link speed for any tier",
         }
@@ -603,27 +603,27 @@ class Observer:
             self.found = replace(self.found, app_jvm_started_at=started)
 
     def db_up(self) -> None:
-        """Whether mysqld_exporter reached the DB at every scrape of the window; else for how long it did
+        """Whether the DB's exporter reached the DB at every scrape of the window; else for how long it did
         not (its samples at 0, one scrape interval each) and from when (the first of them)."""
         w, r = self.window, self.window.range
-        lowest = self.prom.value(f"min(min_over_time({DB_UP}[{r}]))", w.end)
+        lowest = self.prom.value(f"min(min_over_time({tiers.DB_UP}[{r}]))", w.end)
         if lowest is None:
-            reason = "mysqld_exporter reported no mysql_up in the window"
+            reason = f"{tiers.DB_EXPORTER} reported no mysql_up or pg_up in the window"
             self.found.unobserved.update(db_down_s=reason, db_down_from=reason)
             return
         if lowest >= 1:
-            missed = self.missed_scrapes(DB_UP, "mysqld_exporter's mysql_up")
+            missed = self.missed_scrapes(tiers.DB_UP, "the DB exporter's up")
             if missed is not None:
                 # Issue 24: up at every scrape Prometheus holds is not up through the window.
                 self.found.unobserved.update(db_down_s=missed, db_down_from=missed)
                 return
             self.found = replace(self.found, db_down_s=0.0)
             return
-        down = self.prom.value(f"sum(count_over_time({DB_UP}[{r}]) - sum_over_time({DB_UP}[{r}]))", w.end)
-        down_from = self.prom.value(f"min(min_over_time((timestamp({DB_UP}) and {DB_UP} == 0)[{r}:{w.step}]))", w.end)
+        down = self.prom.value(f"sum(count_over_time({tiers.DB_UP}[{r}]) - sum_over_time({tiers.DB_UP}[{r}]))", w.end)
+        down_from = self.prom.value(f"min(min_over_time((timestamp({tiers.DB_UP}) and {tiers.DB_UP} == 0)[{r}:{w.step}]))", w.end)
         self.found = replace(self.found, db_down_s=max(1.0, down or 0.0) * w.scrape_interval_s, db_down_from=down_from)
         if down_from is None:
-            self.found.unobserved["db_down_from"] = "Prometheus gave no time for the DB's first mysql_up 0 in the window"
+            self.found.unobserved["db_down_from"] = "Prometheus gave no time for the DB's first up 0 in the window"
 
 
 def observe(prometheus: Prometheus, window: Window, app: str,

@@ -23,6 +23,27 @@ from dataclasses import dataclass
 TIERS = ("loadgen", "app", "db", "monitoring")
 
 
+# The DB's series, either engine's: a db host runs MariaDB/MySQL with mysqld_exporter (job mysqld) or
+# PostgreSQL with postgres_exporter (job postgres), and each selector below matches both exporters'
+# metric, so that one query reads whichever the lab has (a range, resets() and timestamp() included).
+DB_EXPORTER = "the DB's exporter (mysqld_exporter or postgres_exporter)"
+_DB_JOBS = 'job=~"mysqld|postgres"'
+
+
+def db_statements(command: str = "select|insert|update|delete") -> str:
+    """The DB's statement counters by kind (label command): MariaDB/MySQL's Com_*, and PostgreSQL's
+    pg_stat_statements summed by the statement's first word (roles/postgres_exporter's queries file)."""
+    return ('{__name__=~"mysql_global_status_commands_total|pg_stat_statements_calls",' + _DB_JOBS
+            + f',command=~"{command}"}}')
+
+
+# 1 while the exporter can reach the DB, 0 at each scrape it cannot (the exporter keeps running).
+DB_UP = '{__name__=~"mysql_up|pg_up",' + _DB_JOBS + "}"
+# The DB's sessions running a statement: MariaDB/MySQL's Threads_running, PostgreSQL's active backends.
+DB_SESSIONS_RUNNING = ('sum(mysql_global_status_threads_running{job="mysqld"}) '
+                       'or sum(pg_stat_activity_count{job="postgres",state="active"})')
+
+
 def cpu_busy_cores(window: str, by: str = "tier") -> str:
     """Cores in use, averaged over the window, summed over the tier's processes and hosts."""
     return f'sum by ({by}) (rate(namedprocess_namegroup_cpu_seconds_total{{job="process"}}[{window}]))'
@@ -31,7 +52,8 @@ def cpu_busy_cores(window: str, by: str = "tier") -> str:
 # Each tier's own service: its process-exporter group (roles/process_exporter's process_exporter_groups),
 # and the name the sentences give it. What else runs on the tier's hosts (exporters, a neighbour, a
 # hog in "other") is the rest of cpu_busy_cores: a host starved by it is not its service's doing.
-SERVICE_GROUPS = {"loadgen": "loadgen", "app": "app-java", "db": "mysqld"}
+# The db tier's is either engine's (a regular expression of groups).
+SERVICE_GROUPS = {"loadgen": "loadgen", "app": "app-java", "db": "mysqld|postgres"}
 
 
 def cpu_service_cores(window: str, by: str = "tier") -> str:
@@ -39,7 +61,7 @@ def cpu_service_cores(window: str, by: str = "tier") -> str:
     tier whose service ran nothing has no series."""
     return " or ".join(
         f'sum by ({by}) (rate(namedprocess_namegroup_cpu_seconds_total{{job="process",tier="{tier}",'
-        f'groupname="{group}"}}[{window}]))' for tier, group in SERVICE_GROUPS.items())
+        f'groupname=~"{group}"}}[{window}]))' for tier, group in SERVICE_GROUPS.items())
 
 
 def cpu_allotted_cores(by: str = "tier") -> str:
@@ -203,8 +225,7 @@ def saturation(window: str) -> tuple[Figure, ...]:
                "sum(perflab_db_pool_waiting)"),
         Figure("app", "JVM threads blocked", "short",
                'sum(jvm_threads_states_threads{state="blocked"})'),
-        Figure("db", "threads running queries", "short",
-               "sum(mysql_global_status_threads_running)"),
+        Figure("db", "sessions running statements", "short", DB_SESSIONS_RUNNING),
         Figure("db", "disk busy (fraction of time)", "percentunit",
                f'max(rate(node_disk_io_time_seconds_total{{job="node",tier="db"}}[{window}]))'),
     )

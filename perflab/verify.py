@@ -27,7 +27,7 @@ TechEmpower's `verify`, in the lab. Three steps, two of them here:
           judged (its line says so), its answers still are.
   roles/bench/files/verify_app.py < PLAN.json > RESULTS.json
       On the first db host (stdlib only): per type a warm-up, then bursts of requests each after an
-      idle interval, the server's Com_* counters read around both; every answer and the deltas.
+      idle interval, the server's statement counters (Com_*, pg_stat_statements) read around both; every answer and the deltas.
   perflab verify check PLAN.json RESULTS.json --output verify.json
       On the controller: one line per type, ok or the failing check; exit 1 with the first failing
       check in one line on stderr when any fails.

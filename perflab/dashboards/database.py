@@ -1,7 +1,9 @@
 """Database: queries by command, connections, InnoDB buffer pool, row operations, disk I/O.
 
-mysqld_exporter (job `mysqld`) for the server's counters, node_exporter (job `node`, tier `db`)
-for the db host's disks, process-exporter via perflab/tiers.py for its CPU.
+mysqld_exporter (job `mysqld`) or postgres_exporter (job `postgres`) for the server's counters: the
+statements by command, the sessions and the CPU show either engine (perflab/tiers.py's selectors match
+both); the InnoDB and row panels are MariaDB/MySQL's and stay empty on PostgreSQL. node_exporter (job
+`node`, tier `db`) for the db host's disks, process-exporter via perflab/tiers.py for its CPU.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from perflab.dashboards.common import Panel, new_dashboard, number_panels, only_
 UID = "perflab-database"
 WINDOW = "$__rate_interval"
 MYSQLD = 'job="mysqld"'
+POSTGRES = 'job="postgres"'
 # Block devices of the db host that hold data (zram swap, loop and ram disks do not).
 DB_DISKS = 'job="node", tier="db", device!~"zram.*|loop.*|ram.*"'
 
@@ -23,10 +26,10 @@ DB_DISKS = 'job="node", tier="db", device!~"zram.*|loop.*|ram.*"'
 def which_commands_run() -> Panel:
     return timeseries(
         "Statements per second by command",
-        "Statements the server executed per second by command (Com_*), commands that ran only.",
+        "Statements the server executed per second by command (MariaDB/MySQL's Com_*, PostgreSQL's "
+        "pg_stat_statements by first word), commands that ran only.",
         units.OpsPerSecond,
-        [query(f"sum by (command) (rate(mysql_global_status_commands_total{{{MYSQLD}}}[{WINDOW}])) > 0",
-               "{{command}}")], stacked=True)
+        [query(f"sum by (command) (rate({tiers.db_statements('.+')}[{WINDOW}])) > 0", "{{command}}")], stacked=True)
 
 
 def how_busy_is_the_db_cpu() -> Panel:
@@ -38,12 +41,14 @@ def how_busy_is_the_db_cpu() -> Panel:
 
 def how_many_connections() -> Panel:
     return timeseries(
-        "Connections and running threads",
-        "Open client connections, threads executing a statement, and the max_connections cap.",
+        "Connections and running sessions",
+        "Open client connections, sessions executing a statement, and the max_connections cap.",
         units.Short,
-        queries((f"sum(mysql_global_status_threads_connected{{{MYSQLD}}})", "connected"),
-                (f"sum(mysql_global_status_threads_running{{{MYSQLD}}})", "running"),
-                (f"sum(mysql_global_variables_max_connections{{{MYSQLD}}})", "max_connections")), width=6)
+        queries((f"sum(mysql_global_status_threads_connected{{{MYSQLD}}}) or sum(pg_stat_activity_count{{{POSTGRES}}})",
+                 "connected"),
+                (tiers.DB_SESSIONS_RUNNING, "running"),
+                (f"sum(mysql_global_variables_max_connections{{{MYSQLD}}}) or sum(pg_settings_max_connections{{{POSTGRES}}})",
+                 "max_connections")), width=6)
 
 
 def how_full_is_the_buffer_pool() -> Panel:

@@ -284,7 +284,8 @@ class ScrapedLab:
             return [Sample({"method": "GET", "uri": "/zipcodes/{zip}", "status": "200"}, served)]
         if "timestamp(" in expr:
             return [Sample({}, db_scrape)]
-        if 'command="select"' in expr:
+        if expr.startswith('sum({__name__=~"mysql_global_status_commands_total|pg_stat_statements_calls",job=~"mysqld|postgres",'
+                           'command=~"select"})'):
             since = max((r for r in self.db_restarts if r <= db_scrape), default=-1e9)
             return [Sample({}, self._served(db_scrape, since) + self.at_rest * (db_scrape // self.interval))]
         if "mysql_global_status_commands_total" in expr:
@@ -384,7 +385,7 @@ def test_counters_that_went_back_in_the_window_give_no_statements_per_request() 
     db_back = statements(ScrapedLab(300.0, [(900.0, 993.0), (1000.5, 1059.8)], db_restarts=(1030.0,)), window)
     assert db_back.statements_per_request is None and db_back.expected_statements_per_request is not None
     assert db_back.unobserved["statements_per_request"] == (
-        "the DB's statement counters went back 1 time(s) in the window (Com_*: the DB started again, counting from "
+        "the DB's statement counters went back 1 time(s) in the window (the DB started again, counting from "
         "zero): the window's statements are not known")
     # A restart in the warm-up, before the window's last sample before it, is not the window's.
     warm = statements(ScrapedLab(300.0, spans[:1] + [(1000.5, 1059.8)], app_restarts=(950.0,)), window)
@@ -464,11 +465,11 @@ class LifeLab:
             return [Sample({}, max(seen))] if seen else []
         scrapes = [1000.5 + 5 * i for i in range(12)] if self.db_scraped else []
         up = [0.0 if t in self.db_down else 1.0 for t in scrapes]
-        if expr.startswith("min(min_over_time(mysql_up"):
+        if expr.startswith("min(min_over_time({__name__=~\"mysql_up|pg_up\""):
             return [Sample({}, min(up))] if up else []
-        if expr.startswith("sum(count_over_time(mysql_up"):
+        if expr.startswith("sum(count_over_time({__name__=~\"mysql_up|pg_up\""):
             return [Sample({}, len(up) - sum(up))]
-        if expr.startswith("min(min_over_time((timestamp(mysql_up"):
+        if expr.startswith("min(min_over_time((timestamp({__name__=~\"mysql_up|pg_up\""):
             return [Sample({}, min(self.db_down))] if self.db_down else []
         return []
 
@@ -498,16 +499,18 @@ def test_a_db_outage_is_read_from_mysql_up() -> None:
     down = LifeLab([400.0], db_down=[1010.5, 1015.5, 1020.5])
     found = observe.observe(down, WINDOW, "quarkus", {})  # type: ignore[arg-type]
     assert (found.db_down_s, found.db_down_from) == (15.0, 1010.5)
+    up = '{__name__=~"mysql_up|pg_up",job=~"mysqld|postgres"}'
     assert [q for q, _ in down.asked if "mysql_up" in q] == [
-        'min(min_over_time(mysql_up{job="mysqld"}[60s]))',
-        'sum(count_over_time(mysql_up{job="mysqld"}[60s]) - sum_over_time(mysql_up{job="mysqld"}[60s]))',
-        'min(min_over_time((timestamp(mysql_up{job="mysqld"}) and mysql_up{job="mysqld"} == 0)[60s:5s]))',
+        f'min(min_over_time({up}[60s]))',
+        f'sum(count_over_time({up}[60s]) - sum_over_time({up}[60s]))',
+        f'min(min_over_time((timestamp({up}) and {up} == 0)[60s:5s]))',
     ]
     up = observe.observe(LifeLab([400.0]), WINDOW, "quarkus", {})  # type: ignore[arg-type]
     assert (up.db_down_s, up.db_down_from) == (0.0, None) and "db_down_s" not in up.unobserved
     unknown = observe.observe(LifeLab([400.0], db_scraped=False), WINDOW, "quarkus", {})  # type: ignore[arg-type]
     assert unknown.db_down_s is None
-    assert unknown.unobserved["db_down_s"] == "mysqld_exporter reported no mysql_up in the window"
+    assert unknown.unobserved["db_down_s"] == (
+        "the DB's exporter (mysqld_exporter or postgres_exporter) reported no mysql_up or pg_up in the window")
     obs = Observations(db_down_s=found.db_down_s, db_down_from=found.db_down_from)
     assert audit.db_up(STEADY, obs, THRESHOLDS).evidence == (
         "the DB was down for ~15 s from 00:16:50Z (mysqld_exporter's mysql_up 0)")
@@ -573,7 +576,7 @@ def test_saturation_figures_left_none_say_why() -> None:
     assert found.saturation == Saturation()
     assert found.unobserved["saturation.app_pool_waiting_avg"] == found.unobserved["write_share_by_third"]
     assert found.unobserved["saturation.db_threads_running_avg"] == (
-        "mysqld_exporter reported no mysql_global_status_threads_running in the window")
+        "the DB's exporter (mysqld_exporter or postgres_exporter) reported no sessions running statements in the window")
     scraped = observe.observe(EmptyLab(scraped=True), WINDOW, "tfb-quarkus", {})  # type: ignore[arg-type]
     assert scraped.unobserved["saturation.app_threads_blocked_max"] == (
         'the app tfb-quarkus exported no jvm_threads_states_threads{state="blocked"} in the window')
@@ -636,7 +639,7 @@ def test_each_tiers_own_service_cpu_is_read_apart_from_its_hosts() -> None:
     expr = tiers.cpu_service_cores("40s")
     assert expr == " or ".join(
         f'sum by (tier) (rate(namedprocess_namegroup_cpu_seconds_total{{job="process",tier="{tier}",'
-        f'groupname="{group}"}}[40s]))' for tier, group in (("loadgen", "loadgen"), ("app", "app-java"), ("db", "mysqld")))
+        f'groupname=~"{group}"}}[40s]))' for tier, group in (("loadgen", "loadgen"), ("app", "app-java"), ("db", "mysqld|postgres")))
 
     class Groups:
         def query(self, asked: str, at: float | None = None) -> list[Sample]:
@@ -659,7 +662,7 @@ def test_each_tiers_own_service_cpu_is_read_apart_from_its_hosts() -> None:
     empty = observe.Observer(EmptyLab(scraped=True), observe.Window(1000.0, 1040.0), "quarkus")  # type: ignore[arg-type]
     empty.service_cpu()
     assert empty.found.service_cpu is None and empty.found.unobserved["service_cpu"] == (
-        "process-exporter reported no CPU of the tiers' services (groups loadgen, app-java, mysqld) in the window")
+        "process-exporter reported no CPU of the tiers' services (groups loadgen, app-java, mysqld or postgres) in the window")
 
 
 def test_prometheus_stopped_mid_run_cannot_vouch_for_the_db_or_the_jvm() -> None:
@@ -669,7 +672,7 @@ def test_prometheus_stopped_mid_run_cannot_vouch_for_the_db_or_the_jvm() -> None
     reason = ("Prometheus holds 5 samples of {what} in the 60 s window where a scrape every 5 s makes 12: what the "
               "missing part held is not known")
     assert partial.db_down_s is None and partial.app_jvm_started_at is None
-    assert partial.unobserved["db_down_s"] == reason.format(what="mysqld_exporter's mysql_up")
+    assert partial.unobserved["db_down_s"] == reason.format(what="the DB exporter's up")
     assert partial.unobserved["app_jvm_started_at"] == reason.format(what="the app JVM's start time (process-exporter)")
     assert audit.db_up(STEADY, partial, THRESHOLDS).status is Status.NOT_EVALUATED
     # A restart it did see is one, whatever it missed; one scrape missed is a scrape's jitter.

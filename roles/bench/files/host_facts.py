@@ -2,19 +2,21 @@
 kernel, and the version of what its tier runs.
 
     python3 host_facts.py loadgen FACT_FILE
-    python3 host_facts.py db
+    python3 host_facts.py db ENGINE
     python3 host_facts.py app JAVA
 
 Prints one line each: the CPUs this process may use (its affinity: a container's cpuset), the memory
 in MiB, the OS ("Debian 12"), the kernel's release, then the version: on a loadgen host the loadgen
 role's record FACT_FILE (JSON) on one line; on a db host the first line of `mariadbd --version` (or
-`mysqld --version`); on an app host the IMPLEMENTOR and JAVA_VERSION of the release file of JAVA's
+`mysqld --version`), or of the newest `/usr/lib/postgresql/*/bin/postgres --version` when ENGINE (its
+lab_db_engine) is postgresql; on an app host the IMPLEMENTOR and JAVA_VERSION of the release file of JAVA's
 JDK, else the first line of `JAVA -version`. A version it cannot read is an empty line. Runs on the
 lab's hosts under their python3: standard library only.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 import subprocess
@@ -66,11 +68,20 @@ def first_line(argv: list[str]) -> str | None:
     return lines[0] if lines else ""
 
 
+def major(path: str) -> int:
+    """The major version in /usr/lib/postgresql/MAJOR/bin/postgres (0 where it is not a number)."""
+    part = path.split("/")[-3]
+    return int(part) if part.isdigit() else 0
+
+
 def version(tier: str, given: list[str]) -> str:
     if tier == "loadgen":
         return (read(given[0]) or "").replace("\n", "")
     if tier == "db":
-        for server in ("mariadbd", "mysqld"):
+        # The engine's server (a host turned from one engine to the other may still have the other's).
+        servers = (sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=major)[-1:] if given[0] == "postgresql"
+                   else ["mariadbd", "mysqld"])
+        for server in servers:
             line = first_line([server, "--version"])
             if line is not None:
                 return line
@@ -84,9 +95,9 @@ def version(tier: str, given: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    wanted = {"loadgen": 1, "db": 0, "app": 1}
+    wanted = {"loadgen": 1, "db": 1, "app": 1}
     if not argv or argv[0] not in wanted or len(argv) - 1 != wanted[argv[0]]:
-        print("usage: host_facts.py loadgen FACT_FILE | db | app JAVA", file=sys.stderr)
+        print("usage: host_facts.py loadgen FACT_FILE | db ENGINE | app JAVA", file=sys.stderr)
         return 2
     print(len(os.sched_getaffinity(0)))
     print(memory_mb(read("/proc/meminfo") or "MemTotal: 0 kB"))

@@ -4,10 +4,10 @@
 Reads a plan (perflab verify plan, perflab/verify.py) on stdin or from --plan FILE and, for each
 request type in it: a warm-up (not counted: twice as many requests as are in flight, it opens
 as many of the app's DB connections as a burst can use, so that no counted burst sees one being
-opened), then for each measured burst the server's Com_select/insert/update/delete read three
-times: before an idle interval as long as the previous burst, after it, and after the burst
+opened), then for each measured burst the server's statements by kind (select/insert/update/delete)
+read three times: before an idle interval as long as the previous burst, after it, and after the burst
 (one session of the client, each reading timed at its middle). The idle interval is the lab's
-own statements at rest (mysqld_exporter's scrapes, any keep-alive); perflab verify check takes it
+own statements at rest (the exporter's scrapes, any keep-alive); perflab verify check takes it
 off. The bursts after the first are there to see past those: a burst with nothing at rest that
 counted exactly the plan's statements ends its type's bursts, and so does the first burst of a
 type whose statements the plan does not judge (its expect.statements is null: the scenario gives
@@ -16,9 +16,12 @@ statements per reading. It prints one JSON document (perflab-verify-results): pe
 answer (status, headers, body up to the plan's max_body_bytes) and the counters' deltas with the
 intervals' lengths. Judging is perflab verify check's, on the controller.
 
-The counters are read with the local client (`mysql`, as root over the unix socket, as the
-bench's other steps on the db host do; --client and --client-arg change that), so this runs
-where the statements are counted. Standard library only (Python >= 3.8).
+The counters are read with the engine's local client (--engine), as root over the unix socket, as
+the bench's other steps on the db host do, so this runs where the statements are counted:
+MariaDB/MySQL's Com_select/insert/update/delete with `mysql`; on PostgreSQL the calls of
+pg_stat_statements by the statement's first word (as roles/postgres_exporter's queries file counts
+them) with `psql` as the superuser (the root -> postgres peer map), every user's but the reader's
+own. --client and --client-arg change the client. Standard library only (Python >= 3.8).
 
 Exit status: 0 the results are printed (whatever they show); 2 a plan it cannot use; 3 the
 counters cannot be read. Either failure is one line on stderr.
@@ -43,8 +46,21 @@ RESULTS_FORMAT = "perflab-verify-results"
 PLAN_FORMAT = "perflab-verify-plan"
 FORMAT_VERSION = 2
 KINDS = ("select", "insert", "update", "delete")
-STATUS_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
-              + ", ".join("'Com_%s'" % kind for kind in KINDS) + ")")
+# Per engine: the client's command line (--client and --client-arg replace the first word and add
+# options) and the statement printing one "kind<TAB>count" line per kind, in KINDS' order.
+MYSQL_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
+             + ", ".join("'Com_%s'" % kind for kind in KINDS) + ")")
+POSTGRESQL_SQL = (
+    "SELECT k.kind, coalesce(sum(s.calls), 0) FROM unnest(ARRAY['" + "', '".join(KINDS) + "']) WITH ORDINALITY k(kind, n)"
+    " LEFT JOIN (SELECT lower((regexp_match(query, '^(?:\\s|--[^\\n]*\\n)*(\\w+)'))[1]) AS kind, calls FROM pg_stat_statements"
+    " WHERE userid <> (SELECT oid FROM pg_roles WHERE rolname = current_user)) s USING (kind)"
+    " GROUP BY k.kind, k.n ORDER BY k.n")
+ENGINES = {
+    "mariadb": (["mysql", "--batch", "--skip-column-names", "--unbuffered"], MYSQL_SQL),
+    "mysql": (["mysql", "--batch", "--skip-column-names", "--unbuffered"], MYSQL_SQL),
+    "postgresql": (["psql", "--no-psqlrc", "-X", "-q", "-A", "-t", "-F", "\t", "-U", "postgres", "-d", "perflab"],
+                   POSTGRESQL_SQL),
+}
 # The idle interval: as long as the burst before it, within these bounds (seconds).
 IDLE_MIN_S = 0.05
 IDLE_MAX_S = 0.5
@@ -65,9 +81,9 @@ class Counters:
     """The server's Com_* counters through one session of the local client, each reading timed at its
     middle (one client for every reading: a client started per reading costs tens of milliseconds)."""
 
-    def __init__(self, client: List[str]) -> None:
-        self.name = client[0]
-        command = client + ["--batch", "--skip-column-names", "--unbuffered"]
+    def __init__(self, command: List[str], sql: str) -> None:
+        self.name = command[0]
+        self.sql = sql
         try:
             self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True)
@@ -92,7 +108,7 @@ class Counters:
         assert self.process.stdin is not None
         started = time.monotonic()
         try:
-            self.process.stdin.write(STATUS_SQL + ";\n")
+            self.process.stdin.write(self.sql + ";\n")
             self.process.stdin.flush()
         except OSError:
             raise self._refuse("the client exited") from None
@@ -105,12 +121,13 @@ class Counters:
             if line is None:
                 raise self._refuse("the client exited")
             name, _, value = line.partition("\t")
-            values[name.strip().lower()[len("com_"):]] = value.strip()
+            name = name.strip().lower()
+            values[name[len("com_"):] if name.startswith("com_") else name] = value.strip()
         at = (started + time.monotonic()) / 2
         try:
             return at, {kind: int(values[kind]) for kind in KINDS}
         except (KeyError, ValueError):
-            raise Refused("the server's status has no whole Com_%s counters: %r" % ("/".join(KINDS), values), 3) from None
+            raise Refused("the server has no whole counts of %s statements: %r" % ("/".join(KINDS), values), 3) from None
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -279,9 +296,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="verify_app.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--plan", default="-", metavar="FILE", help="the plan (default: stdin)")
-    parser.add_argument("--client", default="mysql", help="the DB's command-line client (default: mysql)")
+    parser.add_argument("--engine", default="mariadb", choices=sorted(ENGINES),
+                        help="the DB's engine, the db host's lab_db_engine (default: mariadb)")
+    parser.add_argument("--client", help="the DB's command-line client (default: the engine's, mysql or psql)")
     parser.add_argument("--client-arg", action="append", default=[], metavar="ARG",
-                        help="an option of the client, e.g. --client-arg=--socket=/run/mysqld/mysqld.sock (repeatable)")
+                        help="an option of the client before the engine's own, e.g. --client-arg=--socket=/run/mysqld/mysqld.sock "
+                             "(repeatable)")
     return parser.parse_args(argv)
 
 
@@ -295,7 +315,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise Refused("cannot read the plan %s: %s" % (args.plan, exc), 2) from None
         sender = Sender(plan["base_url"], plan["concurrency"], float(plan["timeout_s"]), plan["max_body_bytes"])
         started = time.monotonic()
-        counters = Counters([args.client] + args.client_arg)
+        command, sql = ENGINES[args.engine]
+        counters = Counters([args.client or command[0]] + args.client_arg + command[1:], sql)
         try:
             own = own_statements(counters)
             types = [verify_type(planned, sender, counters, own) for planned in plan["types"]]
