@@ -1,0 +1,67 @@
+"""The lab on PostgreSQL: the session's lab turns its db host to PostgreSQL (make lab-up with
+lab_db_engine=postgresql) and back to MariaDB at the end, each time with the other engine stopped.
+On it the Spring apps run judged, with their statements per request counted from pg_stat_statements,
+and an app that speaks MySQL's protocol only is refused before anything changes."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from bench_helpers import RESULTS, read_json, run_dirs, run_make, tail
+from labkit import changed_counts, make, on_host
+from runkit import compare
+
+ON_POSTGRESQL = "ANSIBLE_ARGS=-e lab_db_engine=postgresql"
+SPRING = ("spring-mvc", "spring-webflux")
+
+
+def active(unit: str) -> str:
+    """systemctl is-active UNIT on the db host: active, inactive, failed, or unknown where it is not installed."""
+    return on_host("db[0]", f"systemctl is-active {unit} || true").split("(stdout)")[-1].strip()
+
+
+@pytest.fixture(scope="module")
+def postgresql_lab() -> Iterator[None]:
+    up = make("lab-up", ON_POSTGRESQL)
+    assert up.returncode == 0, tail(up.stdout, 60)
+    try:
+        assert (active("postgresql@15-main"), active("mariadb")) == ("active", "inactive")
+        yield
+    finally:
+        back = make("lab-up")
+        assert back.returncode == 0, tail(back.stdout, 60)
+        assert (active("mariadb"), active("postgresql@15-main")) == ("active", "inactive")
+        assert changed_counts(back.stdout), tail(back.stdout, 20)
+
+
+def test_the_spring_apps_run_judged_on_postgresql_with_their_statements_counted(postgresql_lab: None) -> None:
+    before = run_dirs()
+    compare("zipcodes", SPRING, f"APPS={' '.join(SPRING)}", ON_POSTGRESQL)
+    for name in sorted(run_dirs() - before):
+        result = read_json(RESULTS / name / "result.json")
+        assert result["versions"]["database"].startswith("postgres (PostgreSQL) 15."), result["versions"]
+        observations = read_json(RESULTS / name / "observations.json")
+        assert observations["db_name"].startswith("PostgreSQL 15."), observations["db_name"]
+        # The contract's statements: one select per request, an insert per POST (half of zipcodes' requests).
+        statements = observations["statements_per_request"]
+        assert statements and statements["select"] == pytest.approx(1.0, abs=0.05), observations["unobserved"]
+        assert statements["insert"] == pytest.approx(0.5, abs=0.05), statements
+        # Each request type's statements as the verify counted them on the server, before any load.
+        verify = read_json(RESULTS / name / "verify.json")
+        assert [t["check"].split(" ok: ")[0] for t in verify["types"]] == ["verify: POST /zipcodes", "verify: GET /zipcodes/{zip}"]
+        assert all(t["ok"] and "statements per request 1.00 select" in t["check"] for t in verify["types"]), verify["types"]
+        rules = {rule["rule"]: rule for rule in read_json(RESULTS / name / "audit.json")["rules"]}
+        assert rules["same_db_work"]["status"] == "VALID", rules["same_db_work"]
+        assert rules["same_db_work"]["evidence"].startswith("all 16 DB sessions used TLS"), rules["same_db_work"]
+        assert rules["db_up"] == {"rule": "db_up", "status": "VALID", "evidence": (
+            "the DB was up at every scrape of the measured window (postgres_exporter's pg_up 1)")}, rules["db_up"]
+
+
+def test_an_app_that_speaks_mysql_only_is_refused_before_anything_changes(postgresql_lab: None) -> None:
+    before = run_dirs()
+    done = run_make("bench", "APP=quarkus", "SCENARIO=zipcodes", ON_POSTGRESQL)
+    assert done.returncode == 2, tail(done.stdout, 40)
+    assert ("quarkus speaks mariadb, mysql (apps/quarkus/perflab-app.yml: db_engines), and the lab's db host runs "
+            "postgresql (lab_db_engine)") in done.stdout, tail(done.stdout, 40)
+    assert run_dirs() == before
