@@ -28,7 +28,7 @@ from pathlib import Path
 
 from perflab import attribution, audit, observe, profile, rundir, timeseries, vegeta, wrk2
 from perflab.model import (AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext, Repetition, RunResult,
-                           ScenarioRun)
+                           ScenarioRun, database_name)
 from perflab.observations import DbSessions, Observations, Placement, TierCpu
 from perflab.observe import Utilization
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
@@ -398,19 +398,6 @@ def loadgen_cpus(inputs: BenchInputs) -> tuple[TierCpu, dict[str, TierCpu] | Non
 
 def _unix(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
-def database_name(version: str) -> str:
-    """The DB server as the sentences name it, from its version line (host_facts.py): "MariaDB 10.11.14"
-    from `mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 ...`, "MySQL 8.0.43" from `mysqld  Ver 8.0.43-0ubuntu...`,
-    "PostgreSQL 15.14" from `postgres (PostgreSQL) 15.14 (Debian ...)`."""
-    postgres = re.search(r"\(PostgreSQL\)\s+([0-9.]+)", version)
-    if postgres:
-        return f"PostgreSQL {postgres.group(1)}"
-    mysql = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", version)
-    if mysql:
-        return f"{'MariaDB' if mysql.group(3) or mysql.group(1) == 'MariaDB' else 'MySQL'} {mysql.group(2)}"
-    return "the database"
 
 
 def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:

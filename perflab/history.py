@@ -3,15 +3,17 @@
 Reads the results directory as the report does (perflab.results.load: the same runs, the same
 rule for what is judged) and writes one row per judged run (readable, with a verdict in
 audit.json), sorted by start, to results/history.csv: the run's identity (app, variant, scenario,
-asked rate, tool, profile), its verdict and its key figures. A CSV file with a header is what
+asked rate, tool, profile, DB engine), its verdict and its key figures. A CSV file with a header is what
 DuckDB reads as it is (`SELECT * FROM read_csv_auto('results/history.csv')`); an empty cell is a
 figure the run did not record (NULL).
 
 The columns:
   run_id, started_at            the run directory's name; the measured phase's start (ISO 8601)
   app, variant                  the app's name; its variant (perflab.model.app_variant)
-  scenario, rate, tool, profile the comparable set (perflab.results.SetKey): scenario, asked req/s,
-                                load generator, resource profile
+  scenario, rate, tool, profile, database
+                                the comparable set (perflab.results.SetKey): scenario, asked req/s,
+                                load generator, resource profile, the DB server's engine (MariaDB,
+                                MySQL, PostgreSQL; empty where the run did not record it)
   commit                        the project's commit the run was made with (context.json's versions:
                                 perflab, "-dirty" with uncommitted changes); empty for runs made
                                 outside a git checkout or before the bench recorded it
@@ -69,6 +71,7 @@ class Row:
     rate: float
     tool: str
     profile: str
+    database: str
     commit: str | None
     verdict: str
     achieved_rate: float
@@ -83,7 +86,7 @@ class Row:
     @property
     def key(self) -> results.SetKey:
         """The comparable set the run belongs to: what the report's side-by-side sections group by."""
-        return results.SetKey(self.scenario, self.rate, self.tool, self.profile)
+        return results.SetKey(self.scenario, self.rate, self.tool, self.profile, self.database)
 
 
 COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
@@ -108,6 +111,7 @@ def row(run: results.Run) -> Row | None:
         rate=result.target_rate,
         tool=result.tool,
         profile=run.profile,
+        database=run.database,
         commit=result.versions.get("perflab"),
         verdict=verdict.status.value,
         achieved_rate=result.achieved_rate,

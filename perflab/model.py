@@ -18,6 +18,7 @@ import enum
 import functools
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -194,6 +195,19 @@ class AppSettings:
     memory_limit: str | None = None
     start_to_first_request_ms: float | None = None
     cpu_quota_percent: float | None = None  # the share of those CPUs it may use (CPUQuota=, 100 a whole CPU)
+
+
+def database_name(version: str) -> str:
+    """The DB server as the sentences name it, from its version line (host_facts.py): "MariaDB 10.11.14"
+    from `mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 ...`, "MySQL 8.0.43" from `mysqld  Ver 8.0.43-0ubuntu...`,
+    "PostgreSQL 15.14" from `postgres (PostgreSQL) 15.14 (Debian ...)`."""
+    postgres = re.search(r"\(PostgreSQL\)\s+([0-9.]+)", version)
+    if postgres:
+        return f"PostgreSQL {postgres.group(1)}"
+    mysql = re.search(r"(MariaDB|MySQL)?\S*\s+Ver\s+([0-9.]+)(-MariaDB)?", version)
+    if mysql:
+        return f"{'MariaDB' if mysql.group(3) or mysql.group(1) == 'MariaDB' else 'MySQL'} {mysql.group(2)}"
+    return "the database"
 
 
 def app_variant(app: AppSettings | None) -> str:

@@ -1,6 +1,6 @@
 """The report's comparable sets and what it compares in them, apart from how the page draws them.
 
-- side_by_side(): per (scenario, asked rate, tool, profile), one entry per app variant: its latest
+- side_by_side(): per (scenario, asked rate, tool, profile, DB engine), one entry per app variant: its latest
   run judged VALID or WARN, else its latest judged run; with REPEAT=N, its repetitions;
 - set_rows(): each entry's figures (SET_COLUMNS: the median over its repetitions and their range)
   and its ratio to the best figure of the set's VALID/WARN runs, and whether it can be told apart
@@ -40,7 +40,8 @@ def fmt(value: float | None, digits: int = 3) -> str:
 
 
 def set_title(key: SetKey) -> str:
-    return f"{key.scenario} at {fmt(key.rate)} req/s, {key.tool}, profile {key.profile}"
+    """The set's heading: runs on different DB engines are never one set, and the heading says which."""
+    return f"{key.scenario} at {fmt(key.rate)} req/s, {key.tool}, profile {key.profile}" + (f", {key.database}" if key.database else "")
 
 
 @dataclass(frozen=True)

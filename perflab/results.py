@@ -22,7 +22,7 @@ from pathlib import Path
 
 from perflab import rundir, timeseries, vegeta, wrk2
 from perflab.audit import Verdict
-from perflab.model import ParseError, RunResult, app_variant
+from perflab.model import ParseError, RunResult, app_variant, database_name
 from perflab.observations import ServerLatency
 from perflab.observe import Utilization
 from perflab.profile import ProfileSummary
@@ -90,6 +90,12 @@ class Run:
     def app(self) -> str:
         """The app's variant (perflab.model.app_variant): its identity everywhere in the page."""
         return app_variant(self.result.app) if self.result is not None else "?"
+
+    @property
+    def database(self) -> str:
+        """The DB server's engine the run ran on ("MariaDB", "MySQL", "PostgreSQL"); "" where it did not record it."""
+        name = database_name(self.result.versions.get("database", "")) if self.result is not None else ""
+        return "" if name == "the database" else name.split()[0]
 
     @property
     def profile(self) -> str:
@@ -311,18 +317,19 @@ def _shorten(text: str, limit: int) -> str:
 @dataclass(frozen=True, order=True)
 class SetKey:
     """What makes runs comparable: the same scenario at the same asked rate, with the same load
-    generator, on the same resource profile."""
+    generator, on the same resource profile and the same DB engine ("" where a run did not record it)."""
 
     scenario: str
     rate: float
     tool: str
     profile: str
+    database: str = ""
 
 
 def set_key(run: Run) -> SetKey | None:
     if run.result is None:
         return None
-    return SetKey(run.scenario, run.result.target_rate, run.result.tool, run.profile)
+    return SetKey(run.scenario, run.result.target_rate, run.result.tool, run.profile, run.database)
 
 
 # ---------------------------------------------------------------------------------------------

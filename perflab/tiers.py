@@ -39,6 +39,9 @@ def db_statements(command: str = "select|insert|update|delete") -> str:
 
 # 1 while the exporter can reach the DB, 0 at each scrape it cannot (the exporter keeps running).
 DB_UP = '{__name__=~"mysql_up|pg_up",' + _DB_JOBS + "}"
+# The DB server the db tier runs, named in its label engine by the exporter Prometheus scrapes.
+DB_ENGINE = ('label_replace(count(mysql_up{job="mysqld"}), "engine", "MariaDB/MySQL", "", "") '
+             'or label_replace(count(pg_up{job="postgres"}), "engine", "PostgreSQL", "", "")')
 # The DB's sessions running a statement: MariaDB/MySQL's Threads_running, PostgreSQL's active backends.
 DB_SESSIONS_RUNNING = ('sum(mysql_global_status_threads_running{job="mysqld"}) '
                        'or sum(pg_stat_activity_count{job="postgres",state="active"})')

@@ -66,6 +66,7 @@ class TierView:
     memory_bytes: float | None
     saturation: tuple[FigureValue, ...] = ()
     errors: tuple[FigureValue, ...] = ()
+    service: str | None = None  # what the tier runs, where the view names it: the db tier's engine
 
 
 @dataclass(frozen=True)
@@ -154,11 +155,13 @@ def collect(prometheus: Prometheus, window: str = DEFAULT_WINDOW, at: float | No
         return tuple(reading(f) for f in figures if f.tier == tier)
 
     saturation, errors = tiers.saturation(window), tiers.errors(window)
+    engines = prometheus.query(tiers.DB_ENGINE, at)
+    service = {"db": engines[0].labels.get("engine")} if engines else {}
     views = tuple(
         TierView(
             tier=tier, utilization=utilization.get(tier), busy_cores=busy.get(tier),
             allotted_cores=allotted.get(tier), memory_bytes=memory.get(tier),
-            saturation=values(saturation, tier), errors=values(errors, tier),
+            saturation=values(saturation, tier), errors=values(errors, tier), service=service.get(tier),
         )
         for tier in tiers.TIERS
     )
@@ -268,8 +271,9 @@ def _tier_lines(view: TierView, busiest: str | None) -> list[tuple[str, str]]:
     util = "-" if view.utilization is None else f"{view.utilization:.0%}"
     head = (f"{marker}{view.tier:<10}{util:>6} {bar(view.utilization)}  "
             f"{format_cores(view.busy_cores, view.allotted_cores):<18}{format_bytes(view.memory_bytes):>10}   ")
-    figures = [f"{f.name}: {format_value(f.value, f.unit)}" + (f" ({f.source})" if f.source else "")
-               for f in (*view.saturation, *view.errors)]
+    figures = [f"engine: {view.service}"] if view.service else []
+    figures += [f"{f.name}: {format_value(f.value, f.unit)}" + (f" ({f.source})" if f.source else "")
+                for f in (*view.saturation, *view.errors)]
     style = BUSIEST if view.tier == busiest else NORMAL
     if not figures:
         return [(head + "-", style)]

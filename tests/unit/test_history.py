@@ -160,7 +160,7 @@ def test_the_same_file_every_time_written_whole(results: Path, written: subproce
     assert perflab("history", "--results", copy).returncode == history.EXIT_WRITTEN
     assert (copy / "history.csv").read_bytes() == first
     assert sorted(p.name for p in copy.iterdir() if p.is_file()) == ["history.csv"]  # no partial file left
-    assert first.startswith(b"run_id,started_at,app,variant,scenario,rate,tool,profile,commit,verdict,")
+    assert first.startswith(b"run_id,started_at,app,variant,scenario,rate,tool,profile,database,commit,verdict,")
     assert b"\r" not in first
 
 

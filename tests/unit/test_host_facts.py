@@ -56,3 +56,13 @@ def test_the_os_is_its_id_capitalized_and_its_version(os_release: str, name: str
 def test_a_wrong_call_says_how_to_call_it() -> None:
     done = facts("loadgen")
     assert done.returncode == 2 and done.stderr.startswith("usage: host_facts.py")
+
+
+def test_a_db_hosts_server_is_its_engines(tmp_path: Path) -> None:
+    # A PostgreSQL host's server is the newest /usr/lib/postgresql/MAJOR/bin/postgres, by number (16 after 9).
+    paths = ["/usr/lib/postgresql/9/bin/postgres", "/usr/lib/postgresql/16/bin/postgres", "/usr/lib/postgresql/15/bin/postgres"]
+    assert max(paths, key=host_facts.major) == "/usr/lib/postgresql/16/bin/postgres"
+    assert host_facts.major("/usr/lib/postgresql/main/bin/postgres") == 0
+    # The engine is required: a db host without it is a wrong call.
+    done = facts("db")
+    assert done.returncode == 2 and "db ENGINE" in done.stderr

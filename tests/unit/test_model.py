@@ -20,6 +20,7 @@ from perflab.model import (
     ScenarioRun,
     SchemaError,
     app_variant,
+    database_name,
     dumps,
     from_jsonable,
     json_schema,
@@ -289,3 +290,14 @@ def test_the_json_schema_refuses_what_the_loader_refuses() -> None:
             jsonschema.validate(bad, schema)
     jsonschema.validate({"name": "zipcodes", "mix": {}}, json_schema(Scenario, "scenario"))
     jsonschema.validate(json.loads(full_result().to_json()), json_schema(RunResult, "result"))
+
+
+@pytest.mark.parametrize(("version", "name"), [
+    ("mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 for debian-linux-gnu on x86_64 (Debian 12)", "MariaDB 10.11.14"),
+    ("/usr/sbin/mysqld  Ver 8.0.43-0ubuntu0.24.04.1 for Linux on x86_64 ((Ubuntu))", "MySQL 8.0.43"),
+    ("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)", "PostgreSQL 15.18"),
+    ("", "the database"),
+])
+def test_the_db_server_is_named_from_its_version_line(version: str, name: str) -> None:
+    # host_facts.py's line for the db host: the run's sentences, the report's sets and history.csv name the engine by it.
+    assert database_name(version) == name

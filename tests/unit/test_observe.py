@@ -499,11 +499,11 @@ def test_a_db_outage_is_read_from_mysql_up() -> None:
     down = LifeLab([400.0], db_down=[1010.5, 1015.5, 1020.5])
     found = observe.observe(down, WINDOW, "quarkus", {})  # type: ignore[arg-type]
     assert (found.db_down_s, found.db_down_from) == (15.0, 1010.5)
-    up = '{__name__=~"mysql_up|pg_up",job=~"mysqld|postgres"}'
+    either = '{__name__=~"mysql_up|pg_up",job=~"mysqld|postgres"}'
     assert [q for q, _ in down.asked if "mysql_up" in q] == [
-        f'min(min_over_time({up}[60s]))',
-        f'sum(count_over_time({up}[60s]) - sum_over_time({up}[60s]))',
-        f'min(min_over_time((timestamp({up}) and {up} == 0)[60s:5s]))',
+        f'min(min_over_time({either}[60s]))',
+        f'sum(count_over_time({either}[60s]) - sum_over_time({either}[60s]))',
+        f'min(min_over_time((timestamp({either}) and {either} == 0)[60s:5s]))',
     ]
     up = observe.observe(LifeLab([400.0]), WINDOW, "quarkus", {})  # type: ignore[arg-type]
     assert (up.db_down_s, up.db_down_from) == (0.0, None) and "db_down_s" not in up.unobserved

@@ -2,6 +2,7 @@
 PromQL of perflab/tiers.py each figure comes from, and the command's exits."""
 
 import math
+import re
 
 import pytest
 
@@ -174,6 +175,7 @@ def test_collect_takes_every_figure_from_tiers() -> None:
         tiers.memory_resident_bytes(): [Sample({"tier": "app"}, 2.0**30)],
         tiers.busiest_tier(window): [Sample({"tier": "app"}, 0.9)],
         watch.RUN_INFO: [Sample({"run_id": "r", "phase": "measure", "target_rate": "200", "tool": "wrk2"}, 1.0)],
+        tiers.DB_ENGINE: [Sample({"engine": "PostgreSQL"}, 1.0)],
     }
     for figure in (*tiers.saturation(window), *tiers.errors(window)):
         answers[figure.expr] = [Sample({}, 7.0)]
@@ -197,6 +199,10 @@ def test_collect_takes_every_figure_from_tiers() -> None:
     assert (snapshot.achieved_rate, snapshot.achieved_source) == (199.5, "app")
     assert ("achieved 199.5 req/s (100% of target; the app's count: wrk2 exports no metrics)"
             in _text(State(url="u", interval_s=5, window=window, snapshot=snapshot)))
+    # The db tier names its engine, the others nothing.
+    assert [v.service for v in snapshot.tiers] == [None, None, "PostgreSQL", None]
+    assert re.search(r"^ db .*   engine: PostgreSQL$", _text(State(url="u", interval_s=5, window=window, snapshot=snapshot)),
+                     re.MULTILINE)
 
 
 def test_once_against_an_unreachable_prometheus_says_so_in_one_line() -> None:
