@@ -289,7 +289,7 @@ class AppProcess:
         found = manifest.resolve(self.app)
         lab = {"db_host": "127.0.0.1", "db_port": str(self.db.port), "db_name": DB_NAME, "db_user": APP_DB_USER,
                "db_password_file": str(self.workdir / "db-password"), "db_ca_file": str(self.db.ca_file),
-               "db_pool_size": str(self.pool_size)}
+               "db_pool_size": str(self.pool_size), "db_engine": "mariadb"}
         variants = manifest.choose(found, [self.variant] if self.variant else [])
         return manifest.deploy_vars(found, variants, lab, port=self.port or None)
 

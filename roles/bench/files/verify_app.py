@@ -20,8 +20,8 @@ The counters are read with the engine's local client (--engine), as root over th
 the bench's other steps on the db host do, so this runs where the statements are counted:
 MariaDB/MySQL's Com_select/insert/update/delete with `mysql`; on PostgreSQL the calls of
 pg_stat_statements by the statement's first word (as roles/postgres_exporter's queries file counts
-them) with `psql` as the superuser (the root -> postgres peer map), every user's but the reader's
-own. --client and --client-arg change the client. Standard library only (Python >= 3.8).
+them) with `psql` as the superuser (the root -> postgres peer map), every user's but the monitoring
+roles' (pg_monitor's members: this reader, the exporter), as the exporter counts them. --client and --client-arg change the client. Standard library only (Python >= 3.8).
 
 Exit status: 0 the results are printed (whatever they show); 2 a plan it cannot use; 3 the
 counters cannot be read. Either failure is one line on stderr.
@@ -53,7 +53,7 @@ MYSQL_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
 POSTGRESQL_SQL = (
     "SELECT k.kind, coalesce(sum(s.calls), 0) FROM unnest(ARRAY['" + "', '".join(KINDS) + "']) WITH ORDINALITY k(kind, n)"
     " LEFT JOIN (SELECT lower((regexp_match(query, '^(?:\\s|--[^\\n]*\\n)*(\\w+)'))[1]) AS kind, calls FROM pg_stat_statements"
-    " WHERE userid <> (SELECT oid FROM pg_roles WHERE rolname = current_user)) s USING (kind)"
+    " JOIN pg_roles r ON r.oid = userid WHERE NOT pg_has_role(r.oid, 'pg_monitor', 'MEMBER')) s USING (kind)"
     " GROUP BY k.kind, k.n ORDER BY k.n")
 ENGINES = {
     "mariadb": (["mysql", "--batch", "--skip-column-names", "--unbuffered"], MYSQL_SQL),
