@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from perflab.manifest import Manifest, ManifestError, artifact_dir, artifact_path, controller_text, shown
+from perflab.manifest import Manifest, ManifestError, artifact_dir, artifact_path, artifact_paths, controller_text, shown
 
 
 class BuildError(RuntimeError):
@@ -46,27 +46,30 @@ def artifact_problem(manifest: Manifest, path: Path) -> str | None:
 
 
 def build_reason(manifest: Manifest, environ: Mapping[str, str] | None = None) -> str | None:
-    """Why the artifact must be built now, or None when it is up to date (or cannot be built)."""
-    build, path = manifest.artifact.build, artifact_path(manifest, environ)
+    """Why the artifact must be built now (each of them, with artifact.by_db_engine), or None when it is up to
+    date (or cannot be built)."""
+    build, paths = manifest.artifact.build, artifact_paths(manifest, environ)
     if build is None:
         return None
-    if not path.exists():
-        return f"{shown(path)} is missing"
+    for path in paths:
+        if not path.exists():
+            return f"{shown(path)} is missing"
     base = artifact_dir(manifest, environ)
-    newest, newest_source = _newest(path), 0.0
+    oldest = min(paths, key=_newest)
+    newest, newest_source = _newest(oldest), 0.0
     for index, source in enumerate(build.sources):
         source_path = base / controller_text(manifest, source, f"artifact.build.sources[{index}]", environ)
         if not source_path.exists():
             raise ManifestError([f"{shown(manifest.file)}: artifact.build.sources[{index}]: {shown(source_path)} does "
                                  "not exist; allowed: files or directories relative to artifact.dir"])
         newest_source = max(newest_source, _newest(source_path))
-    return f"{shown(path)} is older than its sources" if newest_source > newest else None
+    return f"{shown(oldest)} is older than its sources" if newest_source > newest else None
 
 
 def build(manifest: Manifest, say: Callable[[str], None] = print) -> Path:
     """Build the artifact when it is missing or older than its sources; the artifact's path.
     BuildError when the build fails or leaves no artifact."""
-    path, reason = artifact_path(manifest), build_reason(manifest)
+    paths, reason = artifact_paths(manifest), build_reason(manifest)
     if reason is not None and manifest.artifact.build is not None:
         spec = manifest.artifact.build
         where = artifact_dir(manifest)
@@ -82,12 +85,13 @@ def build(manifest: Manifest, say: Callable[[str], None] = print) -> Path:
         if done.returncode != 0:
             raise BuildError(f"{manifest.name}: the build failed (exit {done.returncode}): {' '.join(command)} in "
                              f"{shown(where)}")
-    problem = artifact_problem(manifest, path)
-    if problem is not None:
-        how = ("after its build: check artifact.path and launch.jar in " if manifest.artifact.build is not None else
-               "and its manifest has no build: build it, or fix artifact.path in ")
-        raise BuildError(f"{manifest.name}: {problem} {how}{shown(manifest.file)}")
-    return path
+    for path in paths:
+        problem = artifact_problem(manifest, path)
+        if problem is not None:
+            how = ("after its build: check artifact.path and launch.jar in " if manifest.artifact.build is not None else
+                   "and its manifest has no build: build it, or fix artifact.path in ")
+            raise BuildError(f"{manifest.name}: {problem} {how}{shown(manifest.file)}")
+    return paths[0]
 
 
 def pack(manifest: Manifest, output: Path) -> bool:

@@ -92,6 +92,7 @@ class Artifact:
     path: str
     dir: str = "."
     build: Build | None = None
+    by_db_engine: dict[str, str] = field(default_factory=dict)  # lab_db_engine -> its path where it is not `path`
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,8 @@ def _from_document(data: dict[str, Any], file: Path) -> Manifest:
     return Manifest(
         name=data["name"],
         artifact=Artifact(artifact["path"], artifact.get("dir", "."), None if build is None else Build(
-            tuple(build["command"]), dict(build.get("env", {})), tuple(build.get("sources", ())))),
+            tuple(build["command"]), dict(build.get("env", {})), tuple(build.get("sources", ()))),
+            dict(artifact.get("by_db_engine", {}))),
         port=data["port"],
         readiness=Readiness(data["readiness"]["path"], data["readiness"].get("status", 200)),
         scenarios=tuple(data["scenarios"]),
@@ -386,6 +388,12 @@ def _lab_problems(data: dict[str, Any], file: Path) -> Iterator[tuple[str, str]]
     artifact = data["artifact"]
     build = artifact.get("build", {})
     controller = [("artifact.path", artifact["path"]), ("artifact.dir", artifact.get("dir", "."))]
+    controller += [(f"artifact.by_db_engine.{k}", v) for k, v in artifact.get("by_db_engine", {}).items()]
+    engines = data.get("db_engines", DB_ENGINES)
+    for engine in artifact.get("by_db_engine", {}):
+        if engine not in engines:
+            yield f"artifact.by_db_engine.{engine}", (f"the app does not speak {engine} (db_engines: {', '.join(engines)}); "
+                                                      "allowed: one of its db_engines")
     controller += [(f"artifact.build.command[{i}]", v) for i, v in enumerate(build.get("command", ()))]
     controller += [(f"artifact.build.env.{k}", v) for k, v in build.get("env", {}).items()]
     controller += [(f"artifact.build.sources[{i}]", v) for i, v in enumerate(build.get("sources", ()))]
@@ -503,8 +511,21 @@ def artifact_dir(manifest: Manifest, environ: Mapping[str, str] | None = None) -
     return (manifest.file.parent / directory).resolve()
 
 
-def artifact_path(manifest: Manifest, environ: Mapping[str, str] | None = None) -> Path:
+def artifact_path(manifest: Manifest, environ: Mapping[str, str] | None = None, db_engine: str | None = None) -> Path:
+    """The artifact deployed on DB_ENGINE (the db host's lab_db_engine): its artifact.by_db_engine entry, else
+    artifact.path."""
+    if db_engine in manifest.artifact.by_db_engine:
+        return artifact_dir(manifest, environ) / controller_text(manifest, manifest.artifact.by_db_engine[db_engine],
+                                                                 f"artifact.by_db_engine.{db_engine}", environ)
     return artifact_dir(manifest, environ) / controller_text(manifest, manifest.artifact.path, "artifact.path", environ)
+
+
+def artifact_paths(manifest: Manifest, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Every artifact the build makes: artifact.path's and each of artifact.by_db_engine's."""
+    paths = [artifact_path(manifest, environ)]
+    for engine in manifest.artifact.by_db_engine:
+        paths.append(artifact_path(manifest, environ, engine))
+    return paths
 
 
 def database_files(manifest: Manifest, environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
@@ -563,7 +584,7 @@ def deploy_vars(manifest: Manifest, variants: Mapping[str, str], lab: Mapping[st
     def fill(text: str) -> str:
         return _expand(text, lambda name: values.get(name, "${" + name + "}"))
 
-    path = artifact_path(manifest)
+    path = artifact_path(manifest, db_engine=lab.get("db_engine"))
     directory = manifest.launch.jar is not None
     return {
         "name": manifest.name,

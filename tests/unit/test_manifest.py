@@ -157,7 +157,7 @@ BAD_FIELDS = [
     (_set(["name"], "Demo App"), "name: 'Demo App' is not allowed; allowed: lower-case letters"),
     (_set(["prot"], 8080), "prot: unknown field; the fields here are name, description, java, artifact, launch, port"),
     (_set(["java"], 11), "java: 11 is out of range; allowed: the lowest Java feature version the app runs on, 17..99"),
-    (_without(["artifact"]), "artifact: missing; allowed: a mapping with path (required), dir and build"),
+    (_without(["artifact"]), "artifact: missing; allowed: a mapping with path (required), dir, by_db_engine and build"),
     (_set(["artifact"], "demo.jar"), "artifact: 'demo.jar' is a string, not a mapping; allowed: a mapping with path"),
     (_without(["artifact", "path"]), "artifact.path: missing; allowed: the runnable jar, or the directory that holds it"),
     (_set(["artifact", "path"], ""), "artifact.path: is empty; allowed: the runnable jar"),
@@ -329,8 +329,9 @@ def test_the_builtin_apps_deploy_as_the_role_did_before_manifests(app: str, sele
     # The same environment, in the same order, but for the settings this app never reads (the role
     # gave every app every PERFLAB_* variable): each left out is absent from the app's sources.
     left_out = [name for name in before if name not in deployed["env"]]
-    # And the one setting added since: the db host's engine, to the apps that speak more than one.
-    added = {"PERFLAB_DB_ENGINE": LAB["db_engine"]} if app.startswith("spring") else {}
+    # And the one setting added since: the db host's engine, to the apps that speak more than one (Quarkus as its
+    # runtime profile).
+    added = {"PERFLAB_DB_ENGINE": LAB["db_engine"]} if app.startswith("spring") else {"QUARKUS_PROFILE": LAB["db_engine"]}
     assert deployed["env"] == {name: value for name, value in before.items() if name not in left_out} | added
     sources = app_sources(app)
     assert all(name not in sources for name in left_out), left_out
@@ -624,13 +625,41 @@ def test_db_engines_says_which_lab_db_engine_an_app_speaks(tmp_path: Path) -> No
     assert found.db_engines == ("postgresql",)
     assert any("db_engines" in line and "oracle" in line for line in problems(tmp_path, valid() | {"db_engines": ["oracle"]}))
     assert any("db_engines" in line for line in problems(tmp_path, valid() | {"db_engines": []}))
-    assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql") for name in ("quarkus", "petclinic"))
+    assert manifest.resolve("petclinic").db_engines == ("mariadb", "mysql")
     assert all(manifest.resolve(name).db_engines == ("mariadb", "mysql", "postgresql")
-               for name in ("spring-mvc", "spring-webflux"))
+               for name in ("quarkus", "spring-mvc", "spring-webflux"))
     # The lab gives its db host's engine (role app, the bench's checks, make deploy): one the app lacks is one line.
     assert manifest.deploy_vars(found, {}, LAB | {"db_engine": "postgresql"})["db_engines"] == ["postgresql"]
-    quarkus = manifest.resolve("quarkus")
+    mysql_only = manifest.load(write(tmp_path, valid(), "mysql-only.yml"))
     with pytest.raises(ManifestError) as refused:
-        manifest.deploy_vars(quarkus, manifest.choose(quarkus, []), LAB | {"db_engine": "postgresql"})
-    assert refused.value.problems == ("quarkus speaks mariadb, mysql (apps/quarkus/perflab-app.yml: db_engines), and the lab's "
+        manifest.deploy_vars(mysql_only, manifest.choose(mysql_only, []), LAB | {"db_engine": "postgresql"})
+    assert refused.value.problems == (f"demo speaks mariadb, mysql ({tmp_path}/mysql-only.yml: db_engines), and the lab's "
                                       "db host runs postgresql (lab_db_engine)",)
+
+
+def test_an_app_built_per_engine_deploys_the_engines_artifact_and_builds_them_all(tmp_path: Path) -> None:
+    """Quarkus fixes its database kind when it builds: its manifest names a second jar for PostgreSQL."""
+    quarkus = manifest.resolve("quarkus")
+    on = {engine: manifest.deploy_vars(quarkus, {}, LAB | {"db_engine": engine}) for engine in ("mariadb", "postgresql")}
+    assert on["mariadb"]["artifact"]["name"] == "perflab-quarkus.jar" and on["mariadb"]["env"]["QUARKUS_PROFILE"] == "mariadb"
+    assert on["postgresql"]["artifact"] == {"path": str(ROOT / "apps/quarkus/target/perflab-quarkus-postgresql.jar"),
+                                            "kind": "jar", "name": "perflab-quarkus-postgresql.jar"}
+    assert on["postgresql"]["launch"]["jar"] == "perflab-quarkus-postgresql.jar"
+    # The build makes both: one missing, or older than the sources, is a reason to build.
+    found = builder(tmp_path, by_db_engine={"mysql": "target/app-pg.jar"})
+    assert manifest.artifact_paths(found) == [tmp_path / "target" / "app.jar", tmp_path / "target" / "app-pg.jar"]
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "app.jar").write_text("jar")
+    assert app_build.build_reason(found) == f"{tmp_path}/target/app-pg.jar is missing"
+    (tmp_path / "target" / "app-pg.jar").write_text("jar")
+    assert app_build.build_reason(found) is None
+    past = time.time() - 60
+    os.utime(tmp_path / "target" / "app-pg.jar", (past, past))
+    assert app_build.build_reason(found) == f"{tmp_path}/target/app-pg.jar is older than its sources"
+    # An engine the app does not speak is no place for an artifact.
+    document = valid() | {"db_engines": ["mariadb"]}
+    document["artifact"] = dict(document["artifact"], by_db_engine={"postgresql": "target/pg.jar"})
+    assert problems(tmp_path, document) == (f"{tmp_path}/demo.yml: artifact.by_db_engine.postgresql: the app does not speak "
+                                            "postgresql (db_engines: mariadb); allowed: one of its db_engines",)
+    document["artifact"] = dict(document["artifact"], by_db_engine={"oracle": "target/pg.jar"})
+    assert any("artifact.by_db_engine" in line for line in problems(tmp_path, document))
