@@ -36,6 +36,7 @@ PERFLAB_DB_NAME="perflab"
 PERFLAB_DB_USER="perflab"
 PERFLAB_DB_CA_FILE="/etc/perflab/db-ca.crt"
 PERFLAB_DB_POOL_SIZE="16"
+{engine}
 PERFLAB_GREETING_DISPATCH="{dispatch}"
 PERFLAB_THREADS="{threads}"
 PERFLAB_MAX_THREADS="200"
@@ -80,7 +81,9 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
                                                      dispatch: str, threads: str) -> None:
     proc, record, out = render(tmp_path, app_name=app, app_variants=variants, app_profile=profile)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    before = ENV_BEFORE.format(dispatch=dispatch, threads=threads)
+    # The one setting added since: the db host's engine (the Spring apps' driver, Quarkus' runtime profile).
+    engine = 'QUARKUS_PROFILE="mariadb"' if app == "quarkus" else 'PERFLAB_DB_ENGINE="mariadb"'
+    before = ENV_BEFORE.format(dispatch=dispatch, threads=threads, engine=engine)
     assert without_comments(out / "app.env") == "".join(
         line + "\n" for line in before.splitlines() if line.split("=")[0] not in NOT_READ[app])
     jvm = ' "-Xmx128m"' if profile == "io-vs-worker" else ""
