@@ -462,7 +462,7 @@ def _describe(f: TierFigures) -> str:
         await_text = f", await {f.disk_await_ms:.1f} ms" if f.disk_await_ms is not None else ""
         parts.append(f"disk busy {f.disk_busy_fraction:.0%}{await_text}")
     if f.threads_running_avg is not None:
-        parts.append(f"{f.threads_running_avg:.1f} threads running statements")
+        parts.append(f"{f.threads_running_avg:.1f} sessions running statements")
     if f.pool_waiting_avg is not None:
         parts.append(f"DB pool waits {f.pool_waiting_avg:.2f} avg / {f.pool_waiting_max or 0:g} max")
     if f.threads_blocked_max is not None:

@@ -102,7 +102,7 @@ class Saturation:
     app_virtual_carriers_started_max: float | None = None
     app_virtual_queue_avg: float | None = None
     app_virtual_queue_max: float | None = None
-    db_threads_running_avg: float | None = None  # MariaDB/MySQL threads running a statement
+    db_threads_running_avg: float | None = None  # sessions running a statement: MariaDB/MySQL's Threads_running, PostgreSQL's active backends
     db_disk_await_ms: float | None = None  # average time an I/O of the DB's busiest disk took
     network_link_fraction: dict[str, float] | None = None  # tier -> busiest direction / link speed
 
