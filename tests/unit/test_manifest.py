@@ -663,3 +663,9 @@ def test_an_app_built_per_engine_deploys_the_engines_artifact_and_builds_them_al
                                             "postgresql (db_engines: mariadb); allowed: one of its db_engines",)
     document["artifact"] = dict(document["artifact"], by_db_engine={"oracle": "target/pg.jar"})
     assert any("artifact.by_db_engine" in line for line in problems(tmp_path, document))
+    # A directory artifact is packed from artifact.path: an engine's own is refused rather than never deployed.
+    document = valid()
+    document["artifact"] = dict(document["artifact"], by_db_engine={"mysql": "target/other"})
+    document["launch"] = dict(document["launch"], jar="app.jar")
+    assert problems(tmp_path, document) == (f"{tmp_path}/demo.yml: artifact.by_db_engine: names jars only: with launch.jar "
+                                            "(a directory artifact) there is one directory for every engine",)
