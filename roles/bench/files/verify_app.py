@@ -21,7 +21,8 @@ the bench's other steps on the db host do, so this runs where the statements are
 MariaDB/MySQL's Com_select/insert/update/delete with `mysql`; on PostgreSQL the calls of
 pg_stat_statements by the statement's first word (as roles/postgres_exporter's queries file counts
 them) with `psql` as the superuser (the root -> postgres peer map), every user's but the monitoring
-roles' (pg_monitor's members: this reader, the exporter), as the exporter counts them. --client and --client-arg change the client. Standard library only (Python >= 3.8).
+roles' (pg_monitor's members: this reader, the exporter), as the exporter counts them. --client and
+--client-arg change the client. Standard library only (Python >= 3.8).
 
 Exit status: 0 the results are printed (whatever they show); 2 a plan it cannot use; 3 the
 counters cannot be read. Either failure is one line on stderr.
