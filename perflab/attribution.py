@@ -588,7 +588,10 @@ def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, 
     # 2.3 statements in progress with the DB's CPU at 0.04 cores). They name the DB only otherwise.
     db_queue = _over(db.threads_running_avg, t.db_threads_running)
     db_own = _over(db.cpu_busy_fraction, t.db_cpu_busy, strictly=True) or _over(db.disk_busy_fraction, t.disk_busy)
-    db_busy = db_own or (db_queue and not app_cpu_saturated)
+    # Its CPU saturated for a stretch its average hides (a hog from a third of the window) is the DB host busy
+    # too: never "not saturated" beside the app's waits for a connection (issue 24; a lab run read so).
+    db_stretch = any(s.startswith("its CPU over ") for s in db.saturated)
+    db_busy = db_own or db_stretch or (db_queue and not app_cpu_saturated)
     app_starved = _over(app.cpus_busy_fraction, t.cpus_contended) and not app_cpu_saturated
     app_cpu = [s for s in app.saturated if "DB connection" not in s]
     db_contended = _over(db.cpus_busy_fraction, t.cpus_contended)

@@ -510,6 +510,22 @@ def test_a_db_host_hogged_for_a_stretch_is_named_for_it_and_the_hog_is_not_maria
                                    "10.11.18 itself 0.97 of 1 cores"), own.sentence
 
 
+def test_the_apps_waits_for_a_connection_beside_a_db_host_hogged_for_a_stretch_name_that_stretch() -> None:
+    """A lab run (issue 24's test): 16 busy loops in the db container from 10 s into a 41 s window, the DB
+    host 80% busy on average, the app's requests waiting for a connection. The sentence said the DB host's
+    CPU "not saturated (slow answers: network delay or locks)", the words of a fault-free run."""
+    waiting = dataclasses.replace(HOGGED_MIDWAY, saturation=Saturation(app_pool_waiting_avg=0.7, app_pool_waiting_max=6.0))
+    found = attribute(run(), waiting, utilization=hogged_utilization())
+    assert found.limiting_tier == "db", found.sentence
+    assert found.sentence == (
+        "limited by the database: the app had 0.7 requests waiting for a DB connection on average (at most 6) while "
+        "the DB host had its CPU over 80% from 20 s for 20 s of the window (98% busy there; 62% over the whole "
+        "window), of which MariaDB 10.11.18 used 0.10 of 1 cores and other processes of its host 0.88: starved by "
+        "other processes than MariaDB 10.11.18, at 200 of 200 req/s (100%).")
+    # Without the series, the window's average alone: round trips, as before.
+    assert "round trips" in attribute(run(), waiting).sentence
+
+
 def test_an_app_filling_its_core_to_the_threshold_for_a_stretch_is_not_starved_by_others() -> None:
     """A CI simulation's short run (quarkus zipcodes, 200 req/s after 15 s of warm-up): the app's JVM at 0.90 of
     its 1 core from 25 s for 10 s, the host 91% busy there, other processes 0.01. It was called "starved by
