@@ -21,6 +21,7 @@ LAB_UNITS = ROOT / "playbooks" / "files" / "lab_units.py"
 VEGETA_RESULTS = ROOT / "roles" / "bench" / "files" / "vegeta_results.py"
 URL_SHA256 = ROOT / "roles" / "loadgen" / "files" / "url_sha256.py"
 FIREWALL_PROBE = ROOT / "roles" / "lab_firewall" / "files" / "firewall_probe.py"
+RESULTS_ROOM = ROOT / "roles" / "bench" / "files" / "results_room.py"
 
 
 def stand_in(directory: Path, name: str, script: str) -> Path:
@@ -103,3 +104,19 @@ def test_the_firewall_probe_resolves_each_name_or_says_why_not() -> None:
     assert "127.0.0.1" in read["resolved"]["localhost"]
     assert read["resolved"]["perflab-no-such-host.invalid"].startswith("does not resolve: ")
     assert isinstance(read["nftables"], str)
+
+
+def test_a_results_directory_is_made_written_and_its_room_read_leaving_nothing(tmp_path: Path) -> None:
+    directory = tmp_path / "a" / "results"
+    done = run(RESULTS_ROOM, str(directory))
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    free = os.statvfs(tmp_path)
+    assert read["unwritable"] is None and abs(read["avail_bytes"] - free.f_bavail * free.f_frsize) < 64 * 1048576
+    assert directory.is_dir() and list(directory.iterdir()) == []  # the file written is removed
+
+
+def test_a_results_directory_that_cannot_be_made_says_why() -> None:
+    done = run(RESULTS_ROOM, "/proc/perflab-results")  # even root cannot create a directory in /proc
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"unwritable": "No such file or directory: /proc/perflab-results", "avail_bytes": None}
