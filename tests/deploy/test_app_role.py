@@ -86,18 +86,29 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
     before = ENV_BEFORE.format(dispatch=dispatch, threads=threads, engine=engine)
     assert without_comments(out / "app.env") == "".join(
         line + "\n" for line in before.splitlines() if line.split("=")[0] not in NOT_READ[app])
-    jvm = ' "-Xmx128m"' if profile == "io-vs-worker" else ""
+    # Added since as well: class data sharing, its archive per app in the unit's StateDirectory.
+    cds = ["-XX:+AutoCreateSharedArchive", f"-XX:SharedArchiveFile=/var/lib/perflab-app/{app}.jsa"]
+    jvm = "".join(f' "{option}"' for option in cds) + (' "-Xmx128m"' if profile == "io-vs-worker" else "")
     assert exec_start(out) == f"ExecStart=/opt/perflab/jdk/jlink-test/bin/java{jvm} -jar /opt/perflab/app/perflab-{app}.jar"
+    assert "\nStateDirectory=perflab-app\n" in (out / "perflab-app.service").read_text()
     assert yaml.safe_load((out / "app_file_sd.yml").read_text()) == [{
         "targets": ["app.example:8080"],
         "labels": {"tier": "app", "host": "appx", "application": app, "__metrics_path__": "/metrics"}}]
     deployment = record["deployment"]
     assert deployment["app"] == app and deployment["profile"] == profile
-    assert deployment["jvm_opts"] == (["-Xmx128m"] if profile == "io-vs-worker" else [])
+    assert deployment["jvm_opts"] == cds + (["-Xmx128m"] if profile == "io-vs-worker" else [])
     assert "PERFLAB_DB_PASSWORD" not in deployment["env"] and "s3cret" not in json.dumps(record)
     assert record["jar_local"] == str(REPO / "apps" / app / "target" / f"perflab-{app}.jar")
     assert record["jar_remote"] == f"/opt/perflab/app/perflab-{app}.jar"
     assert "--url=http://127.0.0.1:8080/health/ready" in record["ready_argv"] and "--status=200" in record["ready_argv"]
+
+
+def test_class_data_sharing_can_be_turned_off(tmp_path: Path) -> None:
+    (tmp_path / "off").mkdir()
+    proc, record, out = render(tmp_path / "off", app_name="quarkus", app_class_data_sharing=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert exec_start(out) == "ExecStart=/opt/perflab/jdk/jlink-test/bin/java -jar /opt/perflab/app/perflab-quarkus.jar"
+    assert record["deployment"]["jvm_opts"] == []
 
 
 def test_the_app_bound_profile_sets_a_cpu_quota_and_records_it(tmp_path: Path) -> None:
@@ -133,8 +144,9 @@ def test_a_foreign_app_gets_its_launch_its_variables_and_no_scrape(tmp_path: Pat
     assert without_comments(out / "app.env") == (
         'QUARKUS_DATASOURCE_USERNAME="perflab"\nQUOTED="say \\"hi\\""\nPASSWORD_FILE="/etc/perflab/db-password"\n'
         'QUARKUS_DATASOURCE_PASSWORD="s3cret"\n')
-    assert exec_start(out) == ('ExecStart=/opt/perflab/jdk/jlink-test/bin/java "-Dquarkus.http.port=8081" "-Dx=50%%$$" '
-                               '-jar /opt/perflab/app/quarkus-app/quarkus-run.jar "--profile" "a \\"b\\""')
+    assert exec_start(out) == ('ExecStart=/opt/perflab/jdk/jlink-test/bin/java "-XX:+AutoCreateSharedArchive" '
+                               '"-XX:SharedArchiveFile=/var/lib/perflab-app/tfb-quarkus.jsa" "-Dquarkus.http.port=8081" '
+                               '"-Dx=50%%$$" -jar /opt/perflab/app/quarkus-app/quarkus-run.jar "--profile" "a \\"b\\""')
     assert yaml.safe_load((out / "app_file_sd.yml").read_text()) == []
     assert record["app"]["password_file"] and record["app"]["artifact"]["kind"] == "directory"
     assert record["jar_local"] == str(tmp_path / "quarkus-app" / "quarkus-run.jar")
