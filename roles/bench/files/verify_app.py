@@ -19,10 +19,10 @@ intervals' lengths. Judging is perflab verify check's, on the controller.
 The counters are read with the engine's local client (--engine), as root over the unix socket, as
 the bench's other steps on the db host do, so this runs where the statements are counted:
 MariaDB/MySQL's Com_select/insert/update/delete with `mysql`; on PostgreSQL the calls of
-pg_stat_statements by the statement's first word (as roles/postgres_exporter's queries file counts
-them) with `psql` as the superuser (the root -> postgres peer map), every user's but the monitoring
-roles' (pg_monitor's members: this reader, the exporter), as the exporter counts them. --client and
---client-arg change the client. Standard library only (Python >= 3.8).
+pg_stat_statements by the statement's first word, every user's but the monitoring roles' (pg_monitor's
+members: this reader, the exporter), from role postgresql's view perflab_monitor.statements_by_kind,
+which postgres_exporter reads too, with `psql` as the superuser (the root -> postgres peer map).
+--client and --client-arg change the client. Standard library only (Python >= 3.8).
 
 Exit status: 0 the results are printed (whatever they show); 2 a plan it cannot use; 3 the
 counters cannot be read. Either failure is one line on stderr.
@@ -51,11 +51,11 @@ KINDS = ("select", "insert", "update", "delete")
 # options) and the statement printing one "kind<TAB>count" line per kind, in KINDS' order.
 MYSQL_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
              + ", ".join("'Com_%s'" % kind for kind in KINDS) + ")")
+# PostgreSQL's by kind: role postgresql's view (roles/postgresql/files/statements_by_kind.sql), which
+# postgres_exporter reads too. A kind no statement of has run yet counts 0.
 POSTGRESQL_SQL = (
     "SELECT k.kind, coalesce(sum(s.calls), 0) FROM unnest(ARRAY['" + "', '".join(KINDS) + "']) WITH ORDINALITY k(kind, n)"
-    " LEFT JOIN (SELECT lower((regexp_match(query, '^(?:\\s|--[^\\n]*\\n)*(\\w+)'))[1]) AS kind, calls FROM pg_stat_statements"
-    " JOIN pg_roles r ON r.oid = userid WHERE NOT pg_has_role(r.oid, 'pg_monitor', 'MEMBER')) s USING (kind)"
-    " GROUP BY k.kind, k.n ORDER BY k.n")
+    " LEFT JOIN perflab_monitor.statements_by_kind s USING (kind) GROUP BY k.kind, k.n ORDER BY k.n")
 ENGINES = {
     "mariadb": (["mysql", "--batch", "--skip-column-names", "--unbuffered"], MYSQL_SQL),
     "mysql": (["mysql", "--batch", "--skip-column-names", "--unbuffered"], MYSQL_SQL),
