@@ -136,3 +136,30 @@ def test_an_app_that_exits_at_start_is_its_exit_status_and_last_log_lines_at_onc
     done = probe(tmp_path, url, RUNNING, {}, "--timeout=60", later=restarted_since)
     assert done.returncode == 1 and done.stderr.startswith(
         f"perflab-app: the app exited with status 1 (unit activating/start) before {url} answered 200"), done.stderr
+
+
+def test_an_answer_that_is_not_http_is_not_ready(tmp_path: Path) -> None:
+    """A probe of a port nobody listens on yet can connect to itself, the kernel having picked that very port as
+    its source (the lab's ephemeral range starts at 1024): it reads its own request back. A CI run's probe died
+    there on "BadStatusLine: GET /health/ready HTTP/1.1"; the app was still starting. Not ready, and polled on."""
+    echo = socket.socket()
+    echo.bind(("127.0.0.1", 0))
+    echo.listen()
+
+    def echo_back() -> None:
+        while True:
+            try:
+                conn, _ = echo.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(conn.recv(4096).split(b"\r\n", 1)[0] + b"\r\n\r\n")
+
+    threading.Thread(target=echo_back, daemon=True).start()
+    url = f"http://127.0.0.1:{echo.getsockname()[1]}/health/ready"
+    try:
+        done = probe(tmp_path, url, RUNNING, {}, "--timeout=1")
+    finally:
+        echo.close()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"{url} did not answer 200 within 1 s; perflab-app is stopped"), done.stderr
