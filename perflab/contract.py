@@ -69,15 +69,6 @@ class Answer:
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "content": self.content, "headers": self.headers}
 
-    @classmethod
-    def from_json(cls, method: str, route: str, data: Mapping[str, Any]) -> Answer:
-        status, content, headers = data.get("status"), data.get("content", {}), data.get("headers", {})
-        if not (isinstance(status, int) and 100 <= status <= 599):
-            raise ContractError(f"{method} {route}: an expected status is an HTTP status code, not {status!r}")
-        if not (isinstance(content, dict) and isinstance(headers, dict)):
-            raise ContractError(f"{method} {route}: expected content and headers are objects")
-        return cls(method=method, route=route, status=status, content=content, headers=headers)
-
 
 class OpenApi:
     def __init__(self, path: Path = SPEC_PATH) -> None:

@@ -30,6 +30,10 @@ SCHEMA_VERSION = 1
 # A field's metadata that keeps it out of the file: the field is worked out while a command runs
 # (e.g. a sweep step's p50, for the table it prints) and takes its default when the file is read.
 NOT_STORED = {"perflab.stored": False}
+# A field's metadata that leaves it out of the file while it holds its default: a key another
+# program reads as absent or a value, never null (verify-plan.json's request headers and body,
+# which roles/bench/files/verify_app.py sends as they are). Read back, an absent one is the default.
+OMITTED_AT_DEFAULT = {"perflab.omitted_at_default": True}
 
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
@@ -376,7 +380,12 @@ def _stored(spec: dataclasses.Field[Any]) -> bool:
 def to_jsonable(value: object) -> JsonValue:
     """A dataclass tree as plain JSON values; floats must be finite."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if _stored(f)}
+        written: dict[str, JsonValue] = {}
+        for spec in dataclasses.fields(value):
+            held = getattr(value, spec.name)
+            if _stored(spec) and not (spec.metadata.get("perflab.omitted_at_default") and held == _default(spec)):
+                written[spec.name] = to_jsonable(held)
+        return written
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if isinstance(value, (list, tuple)):
@@ -390,15 +399,27 @@ def to_jsonable(value: object) -> JsonValue:
     raise TypeError(f"cannot store {type(value).__name__} as JSON")
 
 
+def _default(spec: dataclasses.Field[Any]) -> Any:
+    return spec.default if spec.default_factory is dataclasses.MISSING else spec.default_factory()
+
+
 def dumps(value: object, indent: int | None = 2) -> str:
     return json.dumps(to_jsonable(value), indent=indent, sort_keys=False, allow_nan=False) + "\n"
 
 
+def version_field(cls: type) -> str:
+    """The field that carries the version of the file a dataclass models: schema_version, unless
+    the class names another in VERSION_FIELD (a file whose own format already carries a version,
+    checked by a program without perflab: verify-plan.json's "version")."""
+    return str(getattr(cls, "VERSION_FIELD", "schema_version"))
+
+
 def schema_version(cls: type) -> int:
-    """The version of the file a dataclass models: its schema_version field's default."""
-    spec = _schema(cls)[1].get("schema_version")
+    """The version of the file a dataclass models: its version field's default (version_field())."""
+    name = version_field(cls)
+    spec = _schema(cls)[1].get(name)
     if spec is None or not isinstance(spec.default, int):
-        raise TypeError(f"{cls.__name__} has no schema_version field with a default")
+        raise TypeError(f"{cls.__name__} has no {name} field with a default")
     return spec.default
 
 
@@ -417,10 +438,10 @@ def load_document(cls: type[T], data: Any, *, unversioned: bool = False) -> T:
     """loads() of a document already parsed from JSON."""
     if not isinstance(data, dict):
         raise SchemaError(f"expected a JSON object, found {type(data).__name__}")
-    current = schema_version(cls)
-    version = data.get("schema_version")
-    if not (version == current or (unversioned and "schema_version" not in data)):
-        raise SchemaError(f"schema_version is {version!r}; this perflab reads {current}")
+    current, name = schema_version(cls), version_field(cls)
+    version = data.get(name)
+    if not (version == current or (unversioned and name not in data)):
+        raise SchemaError(f"{name} is {version!r}; this perflab reads {current}")
     value = from_jsonable(cls, data, cls.__name__)
     if not isinstance(value, cls):
         raise TypeError(f"{cls.__name__} is not a dataclass")
@@ -545,8 +566,8 @@ def _schema_of(hint: Any, definitions: dict[str, JsonValue]) -> JsonValue:
             hints, fields = _schema(hint)
             stored = [spec for spec in fields.values() if _stored(spec)]
             properties: dict[str, JsonValue] = {spec.name: _schema_of(hints[spec.name], definitions) for spec in stored}
-            if "schema_version" in properties:
-                properties["schema_version"] = {"const": schema_version(hint)}
+            if version_field(hint) in properties:
+                properties[version_field(hint)] = {"const": schema_version(hint)}
             required: list[JsonValue] = [spec.name for spec in stored if spec.default is dataclasses.MISSING
                                          and spec.default_factory is dataclasses.MISSING]
             definition: dict[str, JsonValue] = {"type": "object"}

@@ -4,7 +4,8 @@ A run's data travels between processes as files under results/<run-id>/ (docs/AR
 "Controller-side files"); a sweep's as results/<id>-sweep/sweep.json. This module is the only
 code that opens them: `read_<file>(directory)` and `write_<file>(directory, value)`, and where a
 command is given the file's path instead of its directory (`perflab judge RESULT.json`, `perflab
-verify check --output`), `load_<file>(path)` and `save_<file>(path, value)`. Each file has one
+verify plan --output`, `perflab verify check PLAN --output`), `load_<file>(path)` and
+`save_<file>(path, value)`. Each file has one
 typed model, read and written by perflab.model's loader (a field of the wrong type, a
 missing or an unknown one is refused with its name), each with its own schema_version:
 
@@ -20,6 +21,7 @@ missing or an unknown one is refused with its name), each with its own schema_ve
 | attribution.json | perflab.attribution.Attribution |
 | utilization.json | perflab.observe.Utilization |
 | timeseries.json | perflab.timeseries.TimeSeries |
+| verify-plan.json | VerifyPlan (here; perflab.verify plans the verify phase, roles/bench/files/verify_app.py reads it) |
 | verify.json | VerifyReport (here; perflab.verify judges the verify phase) |
 | sweep.json | Sweep (here; perflab.sweep runs and judges it) |
 | reproduction.json | Reproduction (here; perflab.reproduce runs a field report's experiment and writes it) |
@@ -30,6 +32,10 @@ schemas`; a unit test fails when they drift). Ansible writes status.json, bench-
 db-sessions.json itself (roles/bench: a copy task costs the run nothing, a perflab process about a
 second per file); they carry the version these models read, and are checked against the model
 when read.
+
+verify-plan.json is read on the DB host by roles/bench/files/verify_app.py, which has no perflab:
+the file keeps the format and version it checks ({"format": "perflab-verify-plan", "version": 2}),
+and its "version" is the model's schema_version (VerifyPlan says why).
 
 Files written before they carried a schema_version (status.json, bench-inputs.json,
 db-sessions.json) read as version 1, their shape then. Writes are atomic (perflab.atomic: a temporary file
@@ -47,11 +53,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from perflab import atomic, scenario
 from perflab.attribution import Attribution
 from perflab.audit import Status, Verdict
-from perflab.model import NOT_STORED, RunContext, RunResult, SchemaError, dumps, json_schema, load_document
+from perflab.model import (NOT_STORED, OMITTED_AT_DEFAULT, RunContext, RunResult, SchemaError, dumps, json_schema,
+                           load_document)
 from perflab.observations import Observations
 from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, STATEMENT_KINDS, Utilization
 from perflab.profile import ProfileSummary
@@ -69,6 +77,7 @@ AUDIT = "audit.json"
 ATTRIBUTION = "attribution.json"
 UTILIZATION = "utilization.json"
 TIMESERIES = "timeseries.json"
+VERIFY_PLAN = "verify-plan.json"
 VERIFY = "verify.json"
 SWEEP = "sweep.json"
 REPRODUCTION = "reproduction.json"  # results/<stamp>-reproduce-<report>/
@@ -331,6 +340,105 @@ class DbSessionList:
     unavailable: str | None = None  # why the DB did not list them
 
 
+@dataclass(frozen=True, kw_only=True)
+class VerifyPlanRequest:
+    """One request of the verify plan as verify_app.py sends it: the scenario's own, its path under the
+    plan's base_url. A request without headers or body has no such key (verify_app.py sends the headers
+    as they are: null is no header list)."""
+
+    method: str
+    path: str  # "/zipcodes/12345", the query included
+    headers: dict[str, str] = field(default_factory=dict, metadata=OMITTED_AT_DEFAULT)
+    body: str | None = field(default=None, metadata=OMITTED_AT_DEFAULT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyPlanExpect:
+    """What every answer of a request type must be (the scenario's expect, and the contract's on the
+    routes it documents), and the DB statements per request it must issue."""
+
+    status: int
+    contract: str | None  # the contract's operation ("GET /zipcodes/{zip}"); None: it documents not the route and status
+    content: dict[str, Any]  # the contract's: media type -> JSON schema of the body ({} off the contract)
+    headers: dict[str, Any]  # the contract's: header name -> {"required": bool, "schema": JSON schema}
+    media_type: str | None  # the scenario's expect
+    json_field: str | None
+    body_pattern: str | None
+    # Statements per request by kind, every kind (verify_app.py ends a type's bursts on a clean one); None: not judged.
+    statements: dict[str, float] | None
+    statements_by: str | None  # "the scenario" or "the contract"; None: not judged
+    statements_doc: str | None  # the file that says so
+    statements_not_counted: str | None  # why they are not judged
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 599:
+            raise ValueError(f"status: an expected status is an HTTP status code, not {self.status}")
+        if self.statements is not None:
+            if sorted(self.statements) != sorted(STATEMENT_KINDS) or not all(map(math.isfinite, self.statements.values())):
+                raise ValueError(f"statements: a number for each of {', '.join(STATEMENT_KINDS)} and no other, "
+                                 "or null (not judged)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyPlanType:
+    """One request type of the verify plan: a request of the scenario, its warm-up and its measured bursts."""
+
+    name: str  # "GET /zipcodes/{zip}", " (request-name)" after it when requests share a route
+    request: str  # the scenario's request
+    method: str
+    route: str
+    expect: VerifyPlanExpect
+    warmup: tuple[VerifyPlanRequest, ...]  # sent first, not counted
+    bursts: tuple[tuple[VerifyPlanRequest, ...], ...]  # up to `attempts`, `burst` requests each
+
+    def __post_init__(self) -> None:
+        if not self.warmup or not self.bursts or not all(self.bursts):
+            raise ValueError("a type has requests to warm up with and bursts of requests")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyPlan:
+    """verify-plan.json: the verify phase's requests of each type of the scenario and what their answers
+    and DB statements must be (perflab.verify; `perflab verify plan --output`), sent from the DB host by
+    roles/bench/files/verify_app.py and judged by `perflab verify check`."""
+
+    # verify_app.py, on the DB host without perflab, checks the format and the version: the file's
+    # version is this model's schema_version, and no second number says the same (a change of shape
+    # verify_app.py must know of is one version more, of the plan and of the results it writes).
+    # 2: the types come from the scenario file (expect.statements may be null: not judged; the scenario's
+    # media_type, json_field and body_pattern; expect.contract null off the contract).
+    VERSION_FIELD: ClassVar[str] = "version"
+
+    format: Literal["perflab-verify-plan"]
+    version: int = 2
+    scenario: str
+    scenario_file: str  # as the messages name it: relative to the checkout when it is in it
+    parameters: dict[str, str]  # the scenario's parameters as run (--set, else their defaults)
+    weights: dict[str, float]  # each request's weight as run (--weight, else the file's)
+    base_url: str  # http(s)://host[:port], the app as the load generator reaches it
+    threads: int
+    key_phase: int  # KEY_PHASE of the fresh keys, a run's never
+    burst: int  # requests a burst
+    attempts: int  # measured bursts a type at most
+    concurrency: int  # requests in flight
+    timeout_s: float
+    max_body_bytes: int  # what verify_app.py keeps of each body
+    tolerance: float  # statements per request a burst may be off by
+    skipped: tuple[str, ...]  # the types of the requests of weight 0, which the run never sends
+    types: tuple[VerifyPlanType, ...]
+
+    def __post_init__(self) -> None:
+        # What verify_app.py refuses, refused here too.
+        url = urlsplit(self.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"base_url: not http(s)://host[:port]: {self.base_url!r}")
+        for name in ("burst", "attempts", "concurrency", "max_body_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: {getattr(self, name)} is not a whole number >= 1")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise ValueError(f"timeout_s: {self.timeout_s} is not a number > 0")
+
+
 @dataclass(frozen=True)
 class VerifyCheck:
     """One request type of the verify phase: its answers and DB statements against the contract."""
@@ -506,7 +614,8 @@ _WHAT: dict[type, str] = {
     RunStatus: "a perflab run status", BenchInputs: "the bench's inputs", DbSessionList: "the DB's sessions",
     RunContext: "a perflab run context", Observations: "perflab observations", RunResult: "a perflab result",
     Verdict: "a perflab verdict", Attribution: "a perflab attribution", Utilization: "a perflab utilization",
-    TimeSeries: "a perflab time series", VerifyReport: "a perflab verify report", Sweep: "a perflab sweep",
+    TimeSeries: "a perflab time series", VerifyPlan: "a perflab verify plan", VerifyReport: "a perflab verify report",
+    Sweep: "a perflab sweep",
     ProfileSummary: "a perflab profile summary", Reproduction: "a perflab reproduction",
 }
 
@@ -602,6 +711,17 @@ def write_timeseries(run_dir: Path, series: TimeSeries) -> None:
     atomic.write_text(run_dir / TIMESERIES, series.to_json())
 
 
+def load_verify_plan(path: Path) -> VerifyPlan:
+    """The verify plan at PATH (`perflab verify check PLAN`)."""
+    return _read(path, VerifyPlan)
+
+
+def save_verify_plan(path: Path, plan: VerifyPlan) -> None:
+    """verify-plan.json where `perflab verify plan --output` is told to put it (roles/bench: the run's
+    directory, whence the bench sends it to verify_app.py on the DB host)."""
+    atomic.write_text(path, dumps(plan))
+
+
 def save_verify(path: Path, report: VerifyReport) -> None:
     """verify.json where `perflab verify check --output` is told to put it (roles/bench/tasks/verify.yml:
     the run's directory)."""
@@ -680,7 +800,7 @@ SCHEMAS_DIR = Path(__file__).resolve().with_name("schemas")
 MODELS: dict[str, type] = {
     STATUS: RunStatus, BENCH_INPUTS: BenchInputs, DB_SESSIONS: DbSessionList, CONTEXT: RunContext,
     OBSERVATIONS: Observations, RESULT: RunResult, AUDIT: Verdict, ATTRIBUTION: Attribution,
-    UTILIZATION: Utilization, TIMESERIES: TimeSeries, VERIFY: VerifyReport, SWEEP: Sweep,
+    UTILIZATION: Utilization, TIMESERIES: TimeSeries, VERIFY_PLAN: VerifyPlan, VERIFY: VerifyReport, SWEEP: Sweep,
     PROFILE_SUMMARY: ProfileSummary, REPRODUCTION: Reproduction,
 }
 

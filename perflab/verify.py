@@ -32,6 +32,9 @@ TechEmpower's `verify`, in the lab. Three steps, two of them here:
       On the controller: one line per type, ok or the failing check; exit 1 with the first failing
       check in one line on stderr when any fails.
 
+The plan (verify-plan.json) and the verdict (verify.json) are perflab/rundir.py's files, VerifyPlan
+and VerifyReport; the results are verify_app.py's own format, read here.
+
 Statements per request, from the counters: burst delta - the reader's own statements - the lab's
 own at rest (the idle interval's delta less the reader's own, as a rate, times the burst's
 length), divided by the burst's requests. What that correction cannot remove is a burst of the
@@ -58,21 +61,21 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from perflab import contract, observe, rundir, scenario_play
 from perflab import scenario as scenarios
 from perflab.contract import Answer, ContractError, OpenApi
-from perflab.rundir import VerifyCheck, VerifyReport
+from perflab.model import dumps
+from perflab.rundir import VerifyCheck, VerifyPlan, VerifyPlanExpect, VerifyPlanRequest, VerifyPlanType, VerifyReport
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS_DIR = scenarios.BUILTIN_DIR
-PLAN_FORMAT = "perflab-verify-plan"
+PLAN_FORMAT: Final = "perflab-verify-plan"
 RESULTS_FORMAT = "perflab-verify-results"
-# 2: the types come from the scenario file (expect.statements may be null: not judged; the
-# scenario's media_type, json_field and body_pattern; expect.contract null off the contract).
-FORMAT_VERSION = 2
+# The plan's version (rundir.VerifyPlan says what changed), which verify_app.py writes its results in.
+FORMAT_VERSION = VerifyPlan.version
 CONTRACT_DOC = "apps/contract/README.md"
 
 # The fresh keys of the verify's writes: KEY_PHASE 0 is the warm-up's and 1 the measured phase's
@@ -133,21 +136,19 @@ def type_names(scenario: scenarios.Scenario) -> list[str]:
             for route, request in zip(routes, scenario.requests)]
 
 
-def _request(target: Mapping[str, Any], base_url: str) -> dict[str, Any]:
+def _request(target: Mapping[str, Any], base_url: str) -> VerifyPlanRequest:
     """A vegeta target line as the plan's request: method, path, headers, body text."""
     url = str(target["url"])
     if not url.startswith(base_url):
         raise VerifyInputError(f"the scenario made a request outside {base_url}: {url}")
-    request: dict[str, Any] = {"method": target["method"], "path": url[len(base_url):] or "/"}
-    headers = {name: values[0] for name, values in target.get("header", {}).items()}
-    if headers:
-        request["headers"] = headers
-    if "body" in target:
-        request["body"] = base64.b64decode(target["body"]).decode("utf-8")
-    return request
+    return VerifyPlanRequest(
+        method=target["method"], path=url[len(base_url):] or "/",
+        headers={name: values[0] for name, values in target.get("header", {}).items()},
+        body=base64.b64decode(target["body"]).decode("utf-8") if "body" in target else None,
+    )
 
 
-def _sequence(compiled: scenarios.Compiled, threads: int, base_url: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _sequence(compiled: scenarios.Compiled, threads: int, base_url: str) -> Iterator[tuple[str, VerifyPlanRequest]]:
     """The compiled scenario's requests as vegeta gets them (`perflab scenario show --tool vegeta`)
     from host 0 of 1 with the verify's KEY_PHASE: (the request's name, the plan's request)."""
     placement = scenarios.Placement(threads, 0, 1, VERIFY_KEY_PHASE)
@@ -175,7 +176,7 @@ def compile_for_verify(scenario: scenarios.Scenario, directory: Path, parameters
 
 def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] | None = None,
               weights: Mapping[str, float] | None = None, burst: int = BURST, attempts: int = ATTEMPTS,
-              concurrency: int = CONCURRENCY, api: OpenApi | None = None) -> dict[str, Any]:
+              concurrency: int = CONCURRENCY, api: OpenApi | None = None) -> VerifyPlan:
     """The verify plan of the scenario in SCENARIO_PATH, with the run's PARAMETERS (--set) and
     WEIGHTS (--weight), against the app at BASE_URL (see the module's docstring)."""
     if burst < 1 or attempts < 1 or concurrency < 1:
@@ -195,7 +196,7 @@ def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] 
     wanted = [request for request in scenario.requests if request.name not in dropped]
     warmup = 2 * concurrency  # enough to have every connection a burst can use open
     needed = warmup + burst * attempts
-    found: dict[str, list[dict[str, Any]]] = {request.name: [] for request in wanted}
+    found: dict[str, list[VerifyPlanRequest]] = {request.name: [] for request in wanted}
     short = len(found)  # types with fewer requests than needed
     try:
         for name, planned in _sequence(compiled, scenario.threads, base_url):
@@ -216,21 +217,21 @@ def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] 
             raise VerifyInputError(f"scenario {scenario.name}: {names[request.name]} is too rare in its sequence: "
                                    f"{len(requests)} in {SEQUENCE_CAP} requests, the verify needs {needed}")
         types.append(_type_plan(api, request, names[request.name], file, requests[:warmup], requests[warmup:], burst))
-    return {
-        "format": PLAN_FORMAT, "version": FORMAT_VERSION, "scenario": scenario.name, "scenario_file": file,
-        "parameters": {name: parameters.get(name, variable.parameter.default)
-                       for name, variable in scenario.variables.items() if variable.parameter is not None},
-        "weights": {request.name: weights.get(request.name, request.weight) for request in scenario.requests},
-        "base_url": base_url, "threads": scenario.threads, "key_phase": VERIFY_KEY_PHASE, "burst": burst,
-        "attempts": attempts, "concurrency": concurrency, "timeout_s": TIMEOUT_S, "max_body_bytes": MAX_BODY_BYTES,
-        "tolerance": TOLERANCE,
-        "skipped": [names[name] for name in dropped],
-        "types": types,
-    }
+    return VerifyPlan(
+        format=PLAN_FORMAT, scenario=scenario.name, scenario_file=file,
+        parameters={name: parameters.get(name, variable.parameter.default)
+                    for name, variable in scenario.variables.items() if variable.parameter is not None},
+        weights={request.name: weights.get(request.name, request.weight) for request in scenario.requests},
+        base_url=base_url, threads=scenario.threads, key_phase=VERIFY_KEY_PHASE, burst=burst,
+        attempts=attempts, concurrency=concurrency, timeout_s=TIMEOUT_S, max_body_bytes=MAX_BODY_BYTES,
+        tolerance=TOLERANCE,
+        skipped=tuple(names[name] for name in dropped),
+        types=tuple(types),
+    )
 
 
-def _type_plan(api: OpenApi, request: scenarios.Request, name: str, file: str, warmup: list[dict[str, Any]],
-               measured: list[dict[str, Any]], burst: int) -> dict[str, Any]:
+def _type_plan(api: OpenApi, request: scenarios.Request, name: str, file: str, warmup: list[VerifyPlanRequest],
+               measured: list[VerifyPlanRequest], burst: int) -> VerifyPlanType:
     method, route = request.method, name.split(" ")[1]
     status = request.expect.status
     documented = api.route_of(method, route)
@@ -254,21 +255,21 @@ def _type_plan(api: OpenApi, request: scenarios.Request, name: str, file: str, w
             not_counted = f"the scenario gives none and {why}"
     else:
         not_counted = "the scenario gives none"
-    return {
-        "name": name, "request": request.name, "method": method, "route": route,
-        "expect": {
-            "status": status,
-            "contract": None if answer is None else f"{method} {documented}",
-            "content": {} if answer is None else answer.content,
-            "headers": {} if answer is None else answer.headers,
-            "media_type": request.expect.media_type, "json_field": request.expect.json_field,
-            "body_pattern": request.expect.body_pattern,
-            "statements": statements, "statements_by": said_by, "statements_doc": doc,
-            "statements_not_counted": not_counted,
-        },
-        "warmup": warmup,
-        "bursts": [measured[start:start + burst] for start in range(0, len(measured), burst)],
-    }
+    return VerifyPlanType(
+        name=name, request=request.name, method=method, route=route,
+        expect=VerifyPlanExpect(
+            status=status,
+            contract=None if answer is None else f"{method} {documented}",
+            content={} if answer is None else answer.content,
+            headers={} if answer is None else answer.headers,
+            media_type=request.expect.media_type, json_field=request.expect.json_field,
+            body_pattern=request.expect.body_pattern,
+            statements=statements, statements_by=said_by, statements_doc=doc,
+            statements_not_counted=not_counted,
+        ),
+        warmup=tuple(warmup),
+        bursts=tuple(tuple(measured[start:start + burst]) for start in range(0, len(measured), burst)),
+    )
 
 
 # -- the check --------------------------------------------------------------------------------
@@ -333,13 +334,6 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     return value
 
 
-def _optional(data: Mapping[str, Any], name: str, where: str) -> str | None:
-    value = data.get(name)
-    if value is not None and not isinstance(value, str):
-        raise VerifyInputError(f"{where}: '{name}' is not a string")
-    return value
-
-
 def _counters(data: Any, where: str) -> dict[str, float]:
     if not isinstance(data, Mapping):
         raise VerifyInputError(f"{where}: not an object of counters")
@@ -360,34 +354,23 @@ def _check_format(document: Any, expected: str, where: str) -> Mapping[str, Any]
     return document
 
 
-def expected_of(planned: Mapping[str, Any], name: str) -> Expected:
-    """The plan's expectations of type NAME; VerifyInputError for one it cannot use."""
-    where = f"the plan's {name}"
-    expect = _field(planned, "expect", Mapping, where)
-    status = expect.get("status")
-    if not (isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599):
-        raise VerifyInputError(f"{where}: an expected status is an HTTP status code, not {status!r}")
-    answer = None
-    if _optional(expect, "contract", where) is not None:
-        try:
-            # Labelled with the type's name, so that the contract's messages name the type.
-            answer = Answer.from_json(_field(planned, "method", str, where), name.split(" ", 1)[-1], expect)
-        except ContractError as exc:
-            raise VerifyInputError(f"{where}: {exc}") from None
-    pattern = _optional(expect, "body_pattern", where)
+def expected_of(planned: VerifyPlanType) -> Expected:
+    """The plan's expectations of a type (rundir's loader has checked their fields); VerifyInputError
+    for a body_pattern that is no regular expression."""
+    expect = planned.expect
+    # Labelled with the type's name, so that the contract's messages name the type.
+    answer = None if expect.contract is None else Answer(
+        method=planned.method, route=planned.name.split(" ", 1)[-1], status=expect.status,
+        content=expect.content, headers=expect.headers)
     try:
-        body_pattern = None if pattern is None else re.compile(pattern)
+        body_pattern = None if expect.body_pattern is None else re.compile(expect.body_pattern)
     except re.error as exc:
-        raise VerifyInputError(f"{where}: body_pattern is not a regular expression: {exc}") from None
-    statements = None
-    if expect.get("statements") is not None:
-        statements = _counters(expect["statements"], f"{where} statements")
+        raise VerifyInputError(f"the plan's {planned.name}: body_pattern is not a regular expression: {exc}") from None
     return Expected(
-        status=status, contract=answer, media_type=_optional(expect, "media_type", where),
-        json_field=_optional(expect, "json_field", where), body_pattern=body_pattern, statements=statements,
-        statements_by=_optional(expect, "statements_by", where) or "the plan",
-        statements_doc=_optional(expect, "statements_doc", where) or "the verify plan",
-        not_counted=_optional(expect, "statements_not_counted", where) or "the plan gives none",
+        status=expect.status, contract=answer, media_type=expect.media_type, json_field=expect.json_field,
+        body_pattern=body_pattern, statements=expect.statements,
+        statements_by=expect.statements_by or "the plan", statements_doc=expect.statements_doc or "the verify plan",
+        not_counted=expect.statements_not_counted or "the plan gives none",
     )
 
 
@@ -485,19 +468,15 @@ def _check_answers(verdict: TypeVerdict, expected: Expected, responses: Sequence
             verdict.shown.append(_shown(response))
 
 
-def check(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[TypeVerdict]:
+def check(plan: VerifyPlan, results: Mapping[str, Any]) -> list[TypeVerdict]:
     """Each type's verdict, in the plan's order."""
-    plan = _check_format(plan, PLAN_FORMAT, "the plan")
     results = _check_format(results, RESULTS_FORMAT, "the results")
-    base_url = _field(plan, "base_url", str, "the plan")
-    scenario_file = _field(plan, "scenario_file", str, "the plan")
-    tolerance = float(_field(plan, "tolerance", (int, float), "the plan"))
     own = _counters(results.get("own"), "the results' own statements per reading")
     received = {t.get("name"): t for t in _field(results, "types", list, "the results") if isinstance(t, Mapping)}
     verdicts = []
-    for planned in _field(plan, "types", list, "the plan"):
-        name = _field(planned, "name", str, "a type of the plan")
-        expected = expected_of(planned, name)
+    for planned in plan.types:
+        name = planned.name
+        expected = expected_of(planned)
         verdict = TypeVerdict(name=name, expected=dict(expected.statements or {}),
                               by_contract=expected.contract is not None, not_counted=expected.not_counted)
         verdicts.append(verdict)
@@ -505,28 +484,27 @@ def check(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[TypeVerdi
         if got is None:
             raise VerifyInputError(f"the results have no {name}, which the plan has")
         attempts = _field(got, "attempts", list, f"the results' {name}")
-        if not 1 <= len(attempts) <= len(_field(planned, "bursts", list, f"the plan's {name}")):
-            raise VerifyInputError(f"the results' {name}: {len(attempts)} bursts, the plan has 1 to "
-                                   f"{len(planned['bursts'])}")
+        if not 1 <= len(attempts) <= len(planned.bursts):
+            raise VerifyInputError(f"the results' {name}: {len(attempts)} bursts, the plan has 1 to {len(planned.bursts)}")
         for index, attempt in enumerate(attempts):
             where = f"the results' {name} burst {index + 1}"
             verdict.per_request.append(statements_per_request(attempt, own, where))
-            _check_answers(verdict, expected, attempt["responses"], base_url, scenario_file, where)
+            _check_answers(verdict, expected, attempt["responses"], plan.base_url, plan.scenario_file, where)
             verdict.shown.append(_shown(attempt["responses"][0]))
         if verdict.problem or not verdict.expected:
             continue
         best = verdict.per_request_best
         for kind in KINDS:
-            if abs(best[kind] - verdict.expected[kind]) >= tolerance:
+            if abs(best[kind] - verdict.expected[kind]) >= plan.tolerance:
                 verdict.problem = (f"verify: {name} issued {best[kind]:.2f} {kind}s per request, "
                                    f"{expected.statements_by} says {verdict.expected[kind]:g} ({expected.statements_doc})")
                 break
     return verdicts
 
 
-def document(plan: Mapping[str, Any], results: Mapping[str, Any], verdicts: Sequence[TypeVerdict]) -> VerifyReport:
+def document(plan: VerifyPlan, results: Mapping[str, Any], verdicts: Sequence[TypeVerdict]) -> VerifyReport:
     """verify.json: the verdict, each type's, and where and how it was measured (check() has
-    checked the plan's and the results' fields it reads; the others are kept as given, or None)."""
+    checked the results' fields it reads; the others are kept as given, or None)."""
     failed = [v for v in verdicts if v.problem]
 
     def given(document: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
@@ -536,9 +514,9 @@ def document(plan: Mapping[str, Any], results: Mapping[str, Any], verdicts: Sequ
     return VerifyReport(
         status="failed" if failed else "ok",
         reason=failed[0].problem if failed else None,
-        scenario=given(plan, "scenario", str), base_url=given(plan, "base_url", str),
-        db_host=given(results, "host", str), burst=given(plan, "burst", int), attempts=given(plan, "attempts", int),
-        tolerance=given(plan, "tolerance", (int, float)), skipped=tuple(str(name) for name in plan.get("skipped", [])),
+        scenario=plan.scenario, base_url=plan.base_url,
+        db_host=given(results, "host", str), burst=plan.burst, attempts=plan.attempts,
+        tolerance=plan.tolerance, skipped=plan.skipped,
         own_statements_per_reading=_counters(results.get("own"), "the results' own statements per reading"),
         seconds=given(results, "seconds", (int, float)),
         types=tuple(v.to_check() for v in verdicts),
@@ -562,15 +540,6 @@ def _read_json(name: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise VerifyInputError(f"{where} {name}: not JSON (line {exc.lineno}: {exc.msg})") from None
-
-
-def _write_json(path: Path | None, data: Any) -> None:
-    if path is None:
-        return
-    try:
-        path.write_text(json.dumps(data, indent=2) + "\n")
-    except OSError as exc:
-        raise VerifyInputError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _positive(text: str) -> int:
@@ -633,22 +602,25 @@ def _plan(args: argparse.Namespace) -> int:
     try:
         plan = make_plan(scenario_file(args.scenario), args.base_url, parameters, weights, burst=args.burst,
                          attempts=args.attempts, concurrency=args.concurrency)
-        if args.output is None:
-            print(json.dumps(plan, indent=2))
-        else:
-            _write_json(args.output, plan)
-            print(f"verify plan: {plan['scenario']}: "
-                  + "; ".join(f"{t['name']} {t['expect']['status']}" for t in plan["types"])
-                  + (f" (skipped, weight 0: {', '.join(plan['skipped'])})" if plan["skipped"] else "")
-                  + f" ({plan['burst']} requests a burst, {plan['attempts']} bursts) -> {args.output}")
     except VerifyInputError as exc:
         return _fail(exc.problems)
+    if args.output is None:
+        sys.stdout.write(dumps(plan))
+        return EXIT_OK
+    try:
+        rundir.save_verify_plan(args.output, plan)
+    except OSError as exc:
+        return _fail(f"cannot write {args.output}: {exc.strerror}")
+    print(f"verify plan: {plan.scenario}: "
+          + "; ".join(f"{t.name} {t.expect.status}" for t in plan.types)
+          + (f" (skipped, weight 0: {', '.join(plan.skipped)})" if plan.skipped else "")
+          + f" ({plan.burst} requests a burst, {plan.attempts} bursts) -> {args.output}")
     return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
     try:
-        plan = _read_json(args.plan, "the plan")
+        plan = rundir.load_verify_plan(Path(args.plan))
         results = _read_json(args.results, "the results")
         verdicts = check(plan, results)
         verdict = document(plan, results, verdicts)
@@ -656,6 +628,8 @@ def _check(args: argparse.Namespace) -> int:
             rundir.save_verify(args.output, verdict)
     except VerifyInputError as exc:
         return _fail(exc.problems)
+    except rundir.RunFileError as exc:
+        return _fail(str(exc))
     except OSError as exc:
         return _fail(f"cannot write {args.output}: {exc.strerror}")
     for type_verdict in verdicts:

@@ -12,6 +12,7 @@ import pytest
 from perflab import wrk2
 from perflab.model import (
     NOT_STORED,
+    OMITTED_AT_DEFAULT,
     SCHEMA_VERSION,
     AppSettings,
     HostFacts,
@@ -272,6 +273,37 @@ def test_a_file_written_before_it_carried_a_version_reads_as_the_first_only_when
     with pytest.raises(SchemaError, match="schema_version is None; this perflab reads 3"):
         loads(Document, stored)
     assert loads(Document, stored, unversioned=True).schema_version == 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class Foreign:
+    """A document whose own format carries its version (checked by a program without perflab), and
+    keys that are there only when they say something."""
+
+    VERSION_FIELD: ClassVar[str] = "version"
+
+    version: int = 2
+    path: str
+    headers: dict[str, str] = field(default_factory=dict, metadata=OMITTED_AT_DEFAULT)
+    body: str | None = field(default=None, metadata=OMITTED_AT_DEFAULT)
+
+
+def test_a_document_may_name_its_version_field_and_leave_out_keys_at_their_default() -> None:
+    bare, full = Foreign(path="/"), Foreign(path="/", headers={"Accept": "text/plain"}, body="")
+    assert json.loads(dumps(bare)) == {"version": 2, "path": "/"}
+    assert json.loads(dumps(full)) == {"version": 2, "path": "/", "headers": {"Accept": "text/plain"}, "body": ""}
+    assert (loads(Foreign, dumps(bare)), loads(Foreign, dumps(full))) == (bare, full)
+    with pytest.raises(SchemaError, match="^version is 1; this perflab reads 2$"):
+        loads(Foreign, json.dumps({"version": 1, "path": "/"}))
+    with pytest.raises(SchemaError, match="^Foreign: unknown field\\(s\\) schema_version$"):
+        loads(Foreign, json.dumps({"version": 2, "schema_version": 2, "path": "/"}))
+    with pytest.raises(SchemaError, match="^Foreign.headers: expected an object, found null$"):
+        loads(Foreign, json.dumps({"version": 2, "path": "/", "headers": None}))
+    schema: dict[str, Any] = json_schema(Foreign, "foreign")
+    assert (schema["properties"]["version"], schema["required"]) == ({"const": 2}, ["path"])
+    jsonschema.validate(json.loads(dumps(bare)), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"version": 1, "path": "/"}, schema)
 
 
 def test_an_open_document_drops_the_fields_it_does_not_name() -> None:

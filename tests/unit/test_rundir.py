@@ -81,8 +81,10 @@ def test_a_run_and_a_sweep_written_before_rundir_load_and_report_as_they_did(tmp
     shutil.copytree(BEFORE, results, ignore=shutil.ignore_patterns("*.md"))
     shutil.copy(VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz", results / BEFORE_RUN / "vegeta-measure.jsonl.gz")
     stored = sorted(results.glob("*/*.json"))
-    # Runs were not profiled then (issue 23): no profile-summary.json.
-    assert {path.name for path in stored} == set(rundir.MODELS) - {rundir.UTILIZATION, rundir.PROFILE_SUMMARY}
+    # Runs were not profiled then (issue 23): no profile-summary.json. verify-plan.json, whose shape is unchanged since
+    # (version 2): tests/unit/test_verify.py.
+    assert {path.name for path in stored} == set(rundir.MODELS) - {rundir.UTILIZATION, rundir.PROFILE_SUMMARY,
+                                                                   rundir.VERIFY_PLAN}
     for path in stored:
         jsonschema.validate(json.loads(path.read_text()), schema(path.name))
     run_dir = results / BEFORE_RUN
@@ -111,7 +113,7 @@ def test_a_run_and_a_sweep_written_before_rundir_load_and_report_as_they_did(tmp
 def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
     """A vegeta run as `perflab collect` leaves it (Prometheus closed: no utilization.json, whose
     stored examples are above), and a sweep over two such runs as perflab.sweep saves it
-    (verify.json: tests/unit/test_verify.py; db-sessions.json: below)."""
+    (verify-plan.json and verify.json: tests/unit/test_verify.py; db-sessions.json: below)."""
     run_dir = run_dir_with(tmp_path, bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], []),
                            {"vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
     done = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS)
@@ -126,7 +128,8 @@ def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
         jsonschema.validate(json.loads(path.read_text()), schema(path.name))
     # profile-summary.json: tests/unit/test_profile.py; reproduction.json: tests/unit/test_reproduce.py.
     assert {path.name for path in written} == (set(rundir.MODELS) - {rundir.UTILIZATION, rundir.DB_SESSIONS, rundir.VERIFY,
-                                                                     rundir.PROFILE_SUMMARY, rundir.REPRODUCTION})
+                                                                     rundir.VERIFY_PLAN, rundir.PROFILE_SUMMARY,
+                                                                     rundir.REPRODUCTION})
 
 
 def _copy_content(task_file: Path) -> str:

@@ -21,15 +21,18 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, get_args, get_type_hints
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from perflab import rundir, scenario_play, verify
 from perflab import scenario as sc
+from perflab.model import SchemaError, dumps, load_document
 from perflab.observe import CONTRACT_STATEMENTS
 
+from .helpers import host_program
 from .test_cli import perflab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -118,9 +121,20 @@ PETCLINIC_TYPES = ["GET /owners (find_owners)", "GET /owners (list_owners)", "GE
 OWNERS_PAGE = "<html><body><h2>Owners</h2><table><tr><td>George Franklin</td></tr></table></body></html>"
 
 
+def written(plan: rundir.VerifyPlan) -> dict[str, Any]:
+    """The plan as verify-plan.json holds it: what verify_app.py reads."""
+    document: dict[str, Any] = json.loads(dumps(plan))
+    return document
+
+
+def typed(plan: Mapping[str, Any]) -> rundir.VerifyPlan:
+    """A plan's document as `perflab verify check` reads it (rundir's model)."""
+    return load_document(rundir.VerifyPlan, plan)
+
+
 def plan_of(scenario: str | Path, parameters: Mapping[str, str] | None = None,
             weights: Mapping[str, float] | None = None, **options: Any) -> dict[str, Any]:
-    return verify.make_plan(verify.scenario_file(str(scenario)), BASE_URL, parameters, weights, **options)
+    return written(verify.make_plan(verify.scenario_file(str(scenario)), BASE_URL, parameters, weights, **options))
 
 
 @pytest.fixture
@@ -238,6 +252,58 @@ def test_the_cli_takes_set_and_weight(tmp_path: Path) -> None:
     assert done.stdout == (f"verify plan: zipcodes: GET /zipcodes/{{zip}} 200 (skipped, weight 0: POST /zipcodes) "
                            f"(40 requests a burst, 2 bursts) -> {tmp_path / 'plan.json'}\n")
     assert json.loads((tmp_path / "plan.json").read_text())["skipped"] == ["POST /zipcodes"]
+
+
+def test_the_plan_the_cli_writes_is_rundirs_verify_plan(tmp_path: Path) -> None:
+    path = tmp_path / rundir.VERIFY_PLAN
+    done = perflab("verify", "plan", "zipcodes", "--base-url", BASE_URL, "--output", path)
+    assert (done.returncode, done.stderr) == (0, "")
+    text = path.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == [rundir.VERIFY_PLAN]  # written whole: no partial file left
+    jsonschema.validate(json.loads(text), json.loads((rundir.SCHEMAS_DIR / "verify-plan.schema.json").read_text()))
+    loaded = rundir.load_verify_plan(path)
+    assert loaded == verify.make_plan(verify.scenario_file("zipcodes"), BASE_URL)
+    assert dumps(loaded) == text  # read and written again: the same bytes
+    # As before rundir owned it: a request has headers and a body only when it sends them (verify_app.py
+    # sends the headers as they are), and the file carries the format and version verify_app.py checks.
+    document = json.loads(text)
+    assert list(document)[:2] == ["format", "version"] and "schema_version" not in document
+    post, get = document["types"]
+    assert set(post["bursts"][0][0]) == {"method", "path", "headers", "body"}
+    assert set(get["bursts"][0][0]) == {"method", "path"}
+    assert verify_app().check_plan(document) == document
+
+
+def verify_app() -> ModuleType:
+    """roles/bench/files/verify_app.py as a module (it runs nothing on import)."""
+    return host_program(DB_HOST_SCRIPT)
+
+
+def test_the_db_host_script_reads_the_format_and_version_of_rundirs_model() -> None:
+    app = verify_app()
+    assert get_args(get_type_hints(rundir.VerifyPlan)["format"]) == (app.PLAN_FORMAT,)
+    assert rundir.VerifyPlan.version == app.FORMAT_VERSION == verify.FORMAT_VERSION
+
+
+@pytest.mark.parametrize("breakage", [
+    lambda p: p.update(base_url="ftp://app"),
+    lambda p: p.update(concurrency=0),
+    lambda p: p.update(max_body_bytes=0),
+    lambda p: p.update(timeout_s=0),
+    lambda p: p["types"][0].update(bursts=[]),
+    lambda p: p["types"][0]["bursts"].append([]),
+    lambda p: p["types"][0].update(warmup=[]),
+    lambda p: p["types"][0]["expect"]["statements"].pop("delete"),
+    lambda p: p.update(version=3),
+])
+def test_what_the_db_host_script_refuses_rundir_refuses(breakage: Callable[[dict[str, Any]], Any]) -> None:
+    plan = plan_of("plaintext-json")
+    breakage(plan)
+    app = verify_app()
+    with pytest.raises(app.Refused):
+        app.check_plan(plan)
+    with pytest.raises(SchemaError):
+        typed(plan)
 
 
 def test_smaller_bursts_on_request() -> None:
@@ -391,11 +457,11 @@ def results_for(plan: Mapping[str, Any], *, per_request: Callable[[str], tuple[i
 
 
 def judged(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[str]:
-    return [v.line for v in verify.check(plan, results)]
+    return [v.line for v in verify.check(typed(plan), results)]
 
 
 def first_failure(plan: Mapping[str, Any], results: Mapping[str, Any]) -> str | None:
-    return verify.document(plan, results, verify.check(plan, results)).reason
+    return verify.document(typed(plan), results, verify.check(typed(plan), results)).reason
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED_TYPES))
@@ -518,7 +584,7 @@ def test_the_lab_at_rest_is_taken_off_and_a_scrape_in_one_interval_is_within_the
     for attempt in (a for t in steady["types"] for a in t["attempts"]):
         attempt["burst"]["select"] += 3
     assert first_failure(plan, steady) is None
-    assert verify.check(plan, steady)[0].per_request_best["select"] == pytest.approx(1.0)
+    assert verify.check(typed(plan), steady)[0].per_request_best["select"] == pytest.approx(1.0)
     # One mysqld_exporter scrape (about 10 selects) in a burst only, then in an idle interval only.
     noisy = results_for(plan)
     noisy["types"][1]["attempts"][0]["burst"]["select"] += 10
@@ -599,7 +665,7 @@ def test_a_scenario_outside_the_contract_is_judged_by_its_expect(petclinic: Path
         "0.00 insert, 0.00 update, 0.00 delete",
     ]
     assert first_failure(plan, results) is None
-    verdict = verify.document(plan, results, verify.check(plan, results))
+    verdict = verify.document(typed(plan), results, verify.check(typed(plan), results))
     assert verdict.types[2].expected_statements_per_request == {}
     assert verdict.types[2].statements_per_request[0]["select"] == 7
     # Its statements are judged where the scenario gives them.
@@ -630,7 +696,7 @@ def test_a_scenario_outside_the_contract_fails_in_one_line(petclinic: Path, answ
     results = results_for(plan, per_request=lambda name: (1, 0, 0, 0) if "list" in name or "api" in name else (
         2, 0, 0, 0), answer=answer)
     assert first_failure(plan, results) == line.replace("PETCLINIC", str(petclinic))
-    failed = [v for v in verify.check(plan, results) if v.problem]
+    failed = [v for v in verify.check(typed(plan), results) if v.problem]
     assert len(failed) == 1 and "\n" not in failed[0].line
 
 
@@ -663,15 +729,40 @@ def test_a_plan_it_cannot_use_is_bad_input() -> None:
     broken["types"][0]["expect"]["body_pattern"] = "(unclosed"
     with pytest.raises(verify.VerifyInputError, match="the plan's GET /plaintext: body_pattern is not a regular "
                                                       "expression: missing \\), unterminated subpattern"):
-        verify.check(broken, results)
-    broken = copy.deepcopy(plan)
-    broken["types"][0]["expect"]["status"] = "200"
-    with pytest.raises(verify.VerifyInputError, match="an expected status is an HTTP status code, not '200'"):
-        verify.check(broken, results)
-    broken = copy.deepcopy(plan)
-    del broken["scenario_file"]
-    with pytest.raises(verify.VerifyInputError, match="the plan: 'scenario_file' is missing"):
-        verify.check(broken, results)
+        verify.check(typed(broken), results)
+
+
+# Plans rundir refuses, each with the field it names (verify-plan.json's model, rundir.VerifyPlan).
+BROKEN_PLANS = [
+    (lambda p: p["types"][0]["expect"].update(status="200"),
+     "VerifyPlan.types[0].expect.status: expected an integer, found string"),
+    (lambda p: p["types"][0]["expect"].update(status=2000),
+     "VerifyPlan.types[0].expect: status: an expected status is an HTTP status code, not 2000"),
+    (lambda p: p.pop("scenario_file"), "VerifyPlan: missing field scenario_file"),
+    (lambda p: p.update(version=1), "version is 1; this perflab reads 2"),
+    (lambda p: p.update(format="perflab-verify-results"),
+     "VerifyPlan.format: expected 'perflab-verify-plan', found 'perflab-verify-results'"),
+    (lambda p: p.update(schema_version=1), "VerifyPlan: unknown field(s) schema_version"),
+    (lambda p: p["types"][1]["bursts"][0][0].pop("path"), "VerifyPlan.types[1].bursts[0][0]: missing field path"),
+    (lambda p: p["types"][0]["warmup"][0].update(headers=None),
+     "VerifyPlan.types[0].warmup[0].headers: expected an object, found null"),
+]
+
+
+@pytest.mark.parametrize(("breakage", "message"), BROKEN_PLANS)
+def test_a_plan_with_a_wrong_field_is_refused_naming_it(tmp_path: Path, breakage: Callable[[dict[str, Any]], Any],
+                                                        message: str) -> None:
+    plan = plan_of("plaintext-json")
+    (tmp_path / "results.json").write_text(json.dumps(results_for(plan)))
+    breakage(plan)
+    path = tmp_path / "verify-plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(rundir.RunFileError) as refused:
+        rundir.load_verify_plan(path)
+    assert refused.value.short == f"verify-plan.json: not a perflab verify plan: {message}"
+    done = perflab("verify", "check", path, tmp_path / "results.json")
+    assert (done.returncode, done.stdout) == (4, "")
+    assert done.stderr == f"perflab verify: error: {path}: not a perflab verify plan: {message}\n"
 
 
 @pytest.mark.parametrize(
@@ -692,7 +783,7 @@ def test_results_it_cannot_use_are_bad_input(breakage: Callable[[dict[str, Any]]
     results = results_for(plan)
     breakage(results)
     with pytest.raises(verify.VerifyInputError, match=".*") as raised:
-        verify.check(plan, results)
+        verify.check(typed(plan), results)
     assert message in str(raised.value)
 
 
@@ -817,7 +908,7 @@ def test_the_db_host_script_sends_the_plan_and_counts(tmp_path: Path, selects: i
     counters = tmp_path / "counters.json"
     counters.write_text(json.dumps(dict.fromkeys(KINDS, 100)))
     with stand_in_app(counters, selects) as url:
-        plan = verify.make_plan(verify.scenario_file("plaintext-json"), url, burst=6, concurrency=3)
+        plan = written(verify.make_plan(verify.scenario_file("plaintext-json"), url, burst=6, concurrency=3))
         done = run_db_host_script(plan, counters)
     assert (done.returncode, done.stderr) == (0, "")
     results = json.loads(done.stdout)
@@ -839,14 +930,14 @@ def test_the_db_host_script_runs_one_burst_of_a_type_whose_statements_are_not_ju
     counters = tmp_path / "counters.json"
     counters.write_text(json.dumps(dict.fromkeys(KINDS, 100)))
     with stand_in_app(counters, 2) as url:
-        plan = verify.make_plan(petclinic, url, burst=4, concurrency=2)
+        plan = written(verify.make_plan(petclinic, url, burst=4, concurrency=2))
         done = run_db_host_script(plan, counters)
     assert (done.returncode, done.stderr) == (0, "")
     results = json.loads(done.stdout)
     # 2 selects a request: as find_owners expects (clean, one burst), one more than list_owners and
     # the API expect (a second burst), and GET /owners/{id} is not judged: one burst.
     assert [(t["name"], len(t["attempts"])) for t in results["types"]] == list(zip(PETCLINIC_TYPES, [1, 2, 1, 2]))
-    lines = [v.line for v in verify.check(plan, results)]
+    lines = judged(plan, results)
     assert lines[0].startswith("verify: GET /owners (find_owners) ok: 4 x 200 as the scenario says; ")
     assert lines[1] == (f"verify: GET /owners (list_owners) issued 2.00 selects per request, the scenario says 1 "
                         f"({petclinic})")
@@ -860,7 +951,7 @@ def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp
     counters.write_text(json.dumps(dict.fromkeys(KINDS, 0)))
     with stand_in_app(counters, 0) as url:
         pass  # the app is gone: its port refuses
-    plan = verify.make_plan(verify.scenario_file("greeting"), url, burst=2, attempts=1, concurrency=1)
+    plan = written(verify.make_plan(verify.scenario_file("greeting"), url, burst=2, attempts=1, concurrency=1))
     done = run_db_host_script(plan, counters)
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout)["types"][0]["attempts"][0]["responses"]
