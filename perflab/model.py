@@ -214,26 +214,42 @@ def database_name(version: str) -> str:
     return "the database"
 
 
+OBSERVABILITY = "PERFLAB_OBSERVABILITY"  # the project's apps' setting: "off" leaves the lab's instrumentation out
+
+
+def observability_off(app: AppSettings | None) -> bool:
+    """The app ran without the lab's own instrumentation (the manifests' variant observability=off)."""
+    return app is not None and app.environment.get(OBSERVABILITY) == "off"
+
+
+def with_observability(app: AppSettings) -> AppSettings:
+    """The same app with the lab's instrumentation on: the variant an observability=off run is measured against."""
+    return dataclasses.replace(app, environment={k: v for k, v in app.environment.items() if k != OBSERVABILITY})
+
+
 def app_variant(app: AppSettings | None) -> str:
     """The app as deployed, one name per variant the lab tells apart (report 2: MVC's thread
     counts and virtual threads; report 3: Quarkus' greeting on the IO or a worker thread), with
     the resource profile where it is not the default: "quarkus (IO thread)", "spring-mvc (400
-    threads)", "spring-mvc (virtual threads) [io-vs-worker]", "spring-webflux".
+    threads)", "spring-mvc (virtual threads) [io-vs-worker]", "spring-webflux", "spring-webflux (observability
+    off)" (the lab's instrumentation left out, issue 23).
 
     Only a setting the app reads names its variant (every app is given every PERFLAB_* variable,
     apps/README.md); an unset one counts as the app's default, as the app itself takes it."""
     if app is None:
         return "unknown app"
     environment = app.environment
+    settings = []
     if app.name == "quarkus":
         dispatch = environment.get("PERFLAB_GREETING_DISPATCH", "io")
-        name = f"quarkus ({'IO' if dispatch == 'io' else dispatch} thread)"
+        settings.append(f"{'IO' if dispatch == 'io' else dispatch} thread")
     elif app.name == "spring-mvc":
         threads = environment.get("PERFLAB_THREADS", "platform")
         count = environment.get("PERFLAB_MAX_THREADS", "200") if threads == "platform" else threads
-        name = f"spring-mvc ({count} threads)"
-    else:
-        name = app.name
+        settings.append(f"{count} threads")
+    if app.name in ("quarkus", "spring-mvc", "spring-webflux") and observability_off(app):
+        settings.append("observability off")
+    name = f"{app.name} ({', '.join(settings)})" if settings else app.name
     if app.profile and app.profile != "default":
         name += f" [{app.profile}]"
     return name

@@ -23,7 +23,7 @@ from perflab.audit import Status
 from perflab.model import LatencyDistribution
 from perflab.report_charts import PALETTE, Axis, Band, Chart, Panel, Series, TimeChart, render, render_time
 from perflab.report_sets import (COMPARISON_ROWS, MIB, SET_COLUMNS, ComparableSet, Figure, bucket_text, compare, fmt,
-                                 percentile, set_rows, set_title, side_by_side, sweep_variant)
+                                 observability_costs, percentile, set_rows, set_title, side_by_side, sweep_variant)
 from perflab.results import COMPARABLE, SERVER_LATENCY_NOT_RECORDED, Reproduction, Results, Run, SetKey
 from perflab.rundir import Sweep
 
@@ -97,7 +97,19 @@ def _set_section(comparable_set: ComparableSet, colors: dict[str, str], recent: 
         series=tuple(series), notes=tuple(notes), css_class="chart chart-side-by-side",
     )
     return (f'<section class="side-by-side"><h3>{_esc(set_title(comparable_set.key))}</h3>{render(chart)}'
-            f"{_set_table(comparable_set)}{_layers_table(comparable_set, flame)}{_recent_table(recent)}</section>")
+            f"{_set_table(comparable_set)}{_observability_cost(comparable_set)}{_layers_table(comparable_set, flame)}"
+            f"{_recent_table(recent)}</section>")
+
+
+def _observability_cost(comparable_set: ComparableSet) -> str:
+    """What the lab's own instrumentation costs each app that ran with it and without it in the set."""
+    costs = observability_costs(comparable_set)
+    if not costs:
+        return ""
+    each = "; ".join(f"{cost.variant} {fmt(cost.on.median)} with it, {fmt(cost.off.median)} without: "
+                     f"{cost.share * 100:.0f}% of its CPU per request" for cost in costs)
+    return (f'<p class="observability-cost">The lab\'s instrumentation (the server histogram and the capacity '
+            f"gauges; VARIANT=observability=off leaves it out), in app CPU-s per 1,000 requests: {_esc(each)}.</p>")
 
 
 def flame_graph_hrefs(runs: Sequence[Run], page_dir: Path) -> dict[str, str]:

@@ -5,6 +5,8 @@
 - set_rows(): each entry's figures (SET_COLUMNS: the median over its repetitions and their range)
   and its ratio to the best figure of the set's VALID/WARN runs, and whether it can be told apart
   from the best (perflab.repetitions);
+- observability_costs(): an app's CPU per request with the lab's instrumentation and without it
+  (VARIANT=observability=off) where both ran in the set;
 - compare(): the cost table per scenario and profile: start to first request from every
   readable run; max throughput, the max RSS of that sweep's runs and throughput per MiB from
   sweeps only;
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from perflab import repetitions
+from perflab.model import app_variant, observability_off, with_observability
 from perflab.observations import ServerQuantile
 from perflab.results import Results, Run, SetKey, set_key
 from perflab.rundir import Sweep
@@ -191,6 +194,38 @@ def set_rows(comparable_set: ComparableSet) -> tuple[SetRow, ...]:
                            tuple(r.get(e.variant) for r in ratios), spreads,
                            tuple(a.get(e.variant, False) for a in alike), len(e.measured), notes))
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class ObservabilityCost:
+    """One app of a set measured with the lab's instrumentation (on) and without it (off): the server
+    histogram and the capacity gauges. `share` is the part of its CPU per request they cost."""
+
+    variant: str  # the app with it on
+    on: repetitions.Spread
+    off: repetitions.Spread
+
+    @property
+    def share(self) -> float:
+        return (self.on.median - self.off.median) / self.on.median
+
+
+def observability_costs(comparable_set: ComparableSet) -> tuple[ObservabilityCost, ...]:
+    """Each app of the set judged VALID or WARN both with the lab's instrumentation and without it,
+    with its CPU-seconds per 1,000 requests in each (the median over the repetitions)."""
+    cpu = next(column for column in SET_COLUMNS if column.header == "app CPU-s per 1,000 requests")
+    on: dict[str, repetitions.Spread] = {}
+    off: dict[str, repetitions.Spread] = {}
+    for entry in comparable_set.entries:
+        app = entry.run.result.app if entry.run.result is not None else None
+        found = entry_spread(entry, cpu) if entry.run.comparable else None
+        if app is None or found is None or found.median <= 0:
+            continue
+        if observability_off(app):
+            off[app_variant(with_observability(app))] = found
+        else:
+            on[entry.variant] = found
+    return tuple(ObservabilityCost(variant, on[variant], off[variant]) for variant in on if variant in off)
 
 
 def _known(entries: Sequence[Entry], column: Column) -> dict[str, repetitions.Spread]:

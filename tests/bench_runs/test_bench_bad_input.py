@@ -29,7 +29,7 @@ BAD_INPUT = [
      "perflab app: unknown app 'struts': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
      "tfb-spring-webflux (APP= takes one of"),
     (["APP=quarkus", "SCENARIO=greeting", "THREADS=virtual"],
-     "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),
+     "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker; observability: on|off"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e app_spring_mvc_threads=virtual"],
      "app: app_spring_mvc_threads no longer exist: the app's jar, port and variants come from its manifest"),
     (["APP=quarkus", "SCENARIO=nosuch"], "unknown SCENARIO 'nosuch'"),

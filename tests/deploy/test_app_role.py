@@ -40,6 +40,7 @@ PERFLAB_DB_POOL_SIZE="16"
 PERFLAB_GREETING_DISPATCH="{dispatch}"
 PERFLAB_THREADS="{threads}"
 PERFLAB_MAX_THREADS="200"
+{observability}
 PERFLAB_DB_PASSWORD="s3cret"
 """
 # What each app never read of it (test_manifest checks that its sources do not name them).
@@ -83,7 +84,8 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
     assert proc.returncode == 0, proc.stdout[-3000:]
     # The one setting added since: the db host's engine (the Spring apps' driver, Quarkus' runtime profile).
     engine = 'QUARKUS_PROFILE="mariadb"' if app == "quarkus" else 'PERFLAB_DB_ENGINE="mariadb"'
-    before = ENV_BEFORE.format(dispatch=dispatch, threads=threads, engine=engine)
+    # And the lab's instrumentation, on unless the variant observability=off leaves it out (issue 23).
+    before = ENV_BEFORE.format(dispatch=dispatch, threads=threads, engine=engine, observability='PERFLAB_OBSERVABILITY="on"')
     assert without_comments(out / "app.env") == "".join(
         line + "\n" for line in before.splitlines() if line.split("=")[0] not in NOT_READ[app])
     # Added since as well: class data sharing, its archive per app in the unit's StateDirectory.
@@ -159,7 +161,7 @@ def test_a_foreign_app_gets_its_launch_its_variables_and_no_scrape(tmp_path: Pat
                              "tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one of them or the path of a "
                              "manifest file)"),
     ({"app_name": "quarkus", "app_variants": "threads=virtual"},
-     "app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),
+     "app: quarkus has no variant 'threads': its variants are dispatch: io|worker; observability: on|off"),
     ({"app_name": "spring-mvc", "app_spring_mvc_threads": "virtual"},
      "app: app_spring_mvc_threads no longer exist: the app's jar, port and variants come from its manifest"),
     ({"app_name": "spring-mvc", "app_profile": "report4"},
@@ -187,7 +189,7 @@ def test_deploy_refuses_an_unknown_app_before_doing_anything() -> None:
 
 
 @pytest.mark.parametrize(("variables", "message"), [
-    (["APP=quarkus", "THREADS=virtual"], "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker"),
+    (["APP=quarkus", "THREADS=virtual"], "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker; observability: on|off"),
     (["APP=spring-mvc", "VARIANT=max_threads=300"], "perflab app: spring-mvc: variant max_threads has no option '300': use one of 200, 400"),
 ])
 def test_deploy_refuses_a_variant_the_app_does_not_have_before_doing_anything(variables: list[str], message: str) -> None:

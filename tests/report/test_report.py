@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -274,6 +274,25 @@ def test_a_corrupt_profile_summary_is_one_problem_and_the_run_is_still_drawn(tmp
     page = (results_dir / "report.html").read_text()
     assert "the app&#x27;s layers are not shown" in page and '<table class="layers">' not in page
     assert _drawn(page) and f'<a class="flame-graph" href="{run_dir.name}/flamegraph.html">' in page
+
+
+def test_what_the_labs_instrumentation_costs_an_app_measured_with_it_and_without(tmp_path: Path) -> None:
+    """VARIANT=observability=off beside the default: its own row, named so, and a line with the app's CPU
+    per request with the lab's instrumentation and without, and the share it costs."""
+    results_dir = tmp_path / "results"
+    on = SIDE_BY_SIDE[1]  # spring-webflux: 0.15599 cores over 3 s, for its requests
+    add_fixture_run(results_dir, on)
+    off = replace(on, run_id=on.run_id.replace("T101000Z", "T101500Z"), environment=(("PERFLAB_OBSERVABILITY", "off"),),
+                  observed=(0.12, 228069376))
+    add_fixture_run(results_dir, off)
+    assert perflab("report", "--results", results_dir).returncode == report.EXIT_WRITTEN_WITH_PROBLEMS  # no Prometheus
+    page, text = _page(results_dir)
+    costs = text.by_class["observability-cost"]
+    assert len(costs) == 1 and re.fullmatch(
+        r"The lab's instrumentation \(the server histogram and the capacity gauges; VARIANT=observability=off leaves it "
+        r"out\), in app CPU-s per 1,000 requests: spring-webflux ([0-9.]+) with it, ([0-9.]+) without: 23% of its CPU "
+        r"per request\.", costs[0]), costs
+    assert "<th>spring-webflux (observability off)" in page
 
 
 def test_side_by_side_last_runs_of_the_set_from_history(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:

@@ -285,19 +285,24 @@ def test_an_app_is_found_by_name_or_by_path(tmp_path: Path, monkeypatch: pytest.
 
 def test_variants_take_their_default_unless_chosen() -> None:
     mvc = manifest.resolve("spring-mvc")
-    assert manifest.choose(mvc, []) == {"threads": "platform", "max_threads": "200"}
-    assert manifest.choose(mvc, ["threads=virtual", "max_threads=400"]) == {"threads": "virtual", "max_threads": "400"}
-    assert manifest.choose(mvc, ["virtual"]) == {"threads": "virtual", "max_threads": "200"}  # contract's spring-mvc+virtual
-    assert manifest.choose(manifest.resolve("quarkus"), manifest.variant_selections(" dispatch=worker ")) == {"dispatch": "worker"}
-    assert manifest.choose(manifest.resolve("spring-webflux"), []) == {}
+    on = {"observability": "on"}
+    assert manifest.choose(mvc, []) == {"threads": "platform", "max_threads": "200"} | on
+    assert manifest.choose(mvc, ["threads=virtual", "max_threads=400"]) == {"threads": "virtual", "max_threads": "400"} | on
+    assert manifest.choose(mvc, ["virtual"]) == {"threads": "virtual", "max_threads": "200"} | on  # contract's spring-mvc+virtual
+    assert manifest.choose(manifest.resolve("quarkus"), manifest.variant_selections(" dispatch=worker ")) == {
+        "dispatch": "worker"} | on
+    assert manifest.choose(manifest.resolve("spring-webflux"), ["off"]) == {"observability": "off"}
+    assert manifest.choose(manifest.resolve("tfb-spring"), []) == {}
 
 
 @pytest.mark.parametrize(("app", "selections", "message"), [
-    ("quarkus", ["threads=virtual"], "quarkus has no variant 'threads': its variants are dispatch: io|worker"),
-    ("spring-webflux", ["dispatch=worker"], "spring-webflux has no variant 'dispatch': its variants are none"),
+    ("quarkus", ["threads=virtual"],
+     "quarkus has no variant 'threads': its variants are dispatch: io|worker; observability: on|off"),
+    ("spring-webflux", ["dispatch=worker"], "spring-webflux has no variant 'dispatch': its variants are observability: on|off"),
+    ("tfb-spring", ["dispatch=worker"], "tfb-spring has no variant 'dispatch': its variants are none"),
     ("quarkus", ["dispatch=eventloop"], "quarkus: variant dispatch has no option 'eventloop': use one of io, worker"),
     ("spring-mvc", ["green"], "spring-mvc: variant option 'green' is unknown; give key=value: the variants are "
-                              "threads: platform|virtual; max_threads: 200|400"),
+                              "threads: platform|virtual; max_threads: 200|400; observability: on|off"),
 ])
 def test_a_variant_the_app_does_not_have_is_refused(app: str, selections: list[str], message: str) -> None:
     with pytest.raises(ManifestError) as refused:
@@ -306,7 +311,8 @@ def test_a_variant_the_app_does_not_have_is_refused(app: str, selections: list[s
 
 
 def test_make_compare_applies_a_variant_to_the_apps_that_have_it() -> None:
-    assert manifest.choose(manifest.resolve("quarkus"), ["threads=virtual", "virtual"], strict=False) == {"dispatch": "io"}
+    assert manifest.choose(manifest.resolve("quarkus"), ["threads=virtual", "virtual"], strict=False) == {
+        "dispatch": "io", "observability": "on"}
     with pytest.raises(ManifestError, match="has no option 'fibre'"):
         manifest.choose(manifest.resolve("spring-mvc"), ["threads=fibre"], strict=False)
 
@@ -329,9 +335,10 @@ def test_the_builtin_apps_deploy_as_the_role_did_before_manifests(app: str, sele
     # The same environment, in the same order, but for the settings this app never reads (the role
     # gave every app every PERFLAB_* variable): each left out is absent from the app's sources.
     left_out = [name for name in before if name not in deployed["env"]]
-    # And the one setting added since: the db host's engine, to the apps that speak more than one (Quarkus as its
-    # runtime profile).
-    added = {"PERFLAB_DB_ENGINE": LAB["db_engine"]} if app.startswith("spring") else {"QUARKUS_PROFILE": LAB["db_engine"]}
+    # And the settings added since: the db host's engine, to the apps that speak more than one (Quarkus as its
+    # runtime profile), and the lab's instrumentation (the variant observability, issue 23).
+    added = ({"PERFLAB_DB_ENGINE": LAB["db_engine"]} if app.startswith("spring") else {"QUARKUS_PROFILE": LAB["db_engine"]}) | {
+        "PERFLAB_OBSERVABILITY": "on"}
     assert deployed["env"] == {name: value for name, value in before.items() if name not in left_out} | added
     sources = app_sources(app)
     assert all(name not in sources for name in left_out), left_out
@@ -496,15 +503,16 @@ def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> 
     code, out, _ = run_cli(capsys, "show", "spring-mvc", "--json", "--variant", "threads=virtual max_threads=400",
                            *(f"--lab={k}={v}" for k, v in LAB.items()))
     shown = json.loads(out)
-    assert code == 0 and shown["variants"] == {"threads": "virtual", "max_threads": "400"}
+    assert code == 0 and shown["variants"] == {"threads": "virtual", "max_threads": "400", "observability": "on"}
     assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
-                            if k != "PERFLAB_GREETING_DISPATCH"} | {"PERFLAB_DB_ENGINE": "mariadb"}
+                            if k != "PERFLAB_GREETING_DISPATCH"} | {"PERFLAB_DB_ENGINE": "mariadb", "PERFLAB_OBSERVABILITY": "on"}
     assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are petclinic, quarkus, "
                                                         "spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
                                                         "tfb-spring-webflux (APP= takes one of them or the path of a "
                                                         "manifest file)\n")
     code, _, err = run_cli(capsys, "show", "quarkus", "--variant", "threads=virtual")
-    assert (code, err) == (2, "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker\n")
+    assert (code, err) == (2, "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker; "
+                           "observability: on|off\n")
 
 
 def test_the_cli_refuses_an_app_that_does_not_claim_the_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -565,8 +573,10 @@ def test_make_compare_runs_every_app_claiming_the_scenario_each_with_its_variant
         return apps
 
     assert chosen("", "zipcodes", ["threads=virtual"]) == [
-        ("quarkus", "dispatch=io"), ("spring-mvc", "threads=virtual max_threads=200"), ("spring-webflux", "")]
-    assert chosen("spring-webflux quarkus", "greeting", ["worker"]) == [("spring-webflux", ""), ("quarkus", "dispatch=worker")]
+        ("quarkus", "dispatch=io observability=on"), ("spring-mvc", "threads=virtual max_threads=200 observability=on"),
+        ("spring-webflux", "observability=on")]
+    assert chosen("spring-webflux quarkus", "greeting", ["worker"]) == [
+        ("spring-webflux", "observability=on"), ("quarkus", "dispatch=worker observability=on")]
     built.clear()
     with pytest.raises(ManifestError, match=r"no app of this comparison \(quarkus, spring-mvc, spring-webflux\) has the variant 'gc=g1'"):
         compare.select_apps("", "zipcodes", ["gc=g1"])

@@ -205,6 +205,10 @@ def test_observations_without_a_cpu_window_still_load() -> None:
     ("spring-mvc", {"PERFLAB_GREETING_DISPATCH": "worker"}, "io-vs-worker", "spring-mvc (200 threads) [io-vs-worker]"),
     ("spring-webflux", {"PERFLAB_THREADS": "virtual", "PERFLAB_GREETING_DISPATCH": "worker"}, None, "spring-webflux"),
     ("spring-webflux", {}, "virtual-threads-db", "spring-webflux [virtual-threads-db]"),
+    ("spring-webflux", {"PERFLAB_OBSERVABILITY": "off"}, None, "spring-webflux (observability off)"),
+    ("spring-mvc", {"PERFLAB_OBSERVABILITY": "on"}, None, "spring-mvc (200 threads)"),
+    ("quarkus", {"PERFLAB_OBSERVABILITY": "off"}, "app-bound", "quarkus (IO thread, observability off) [app-bound]"),
+    ("tfb-spring", {"PERFLAB_OBSERVABILITY": "off"}, None, "tfb-spring"),
 ])
 def test_a_variant_is_named_by_the_settings_its_app_reads(
         name: str, environment: dict[str, str], profile: str | None, variant: str) -> None:

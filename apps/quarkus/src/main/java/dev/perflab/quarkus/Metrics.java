@@ -16,6 +16,7 @@ import io.vertx.core.Vertx;
 import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 import org.jboss.threads.EnhancedQueueExecutor;
 
@@ -41,6 +42,25 @@ public class Metrics {
             0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 105, 110, 150, 250, 500, 1000, 1050, 1100, 2000, 5000, 10000};
 
     private static final Logger LOG = Logger.getLogger(Metrics.class);
+
+    /**
+     * PERFLAB_OBSERVABILITY=on|off (the manifest's variant observability): off leaves out the lab's own
+     * instrumentation, to measure what it costs (issue 23): the http.server.requests timer and its histogram
+     * (the manifest's option also tells Quarkus' binder to ignore every path, so it records none) and the
+     * perflab_* capacity gauges. Anything else stops the app at its start.
+     */
+    @Produces
+    @Singleton
+    MeterFilter observability(@ConfigProperty(name = "perflab.observability") String observability) {
+        return switch (observability) {
+            case "on" -> new MeterFilter() {
+            };
+            case "off" -> MeterFilter.deny(id -> id.getName().startsWith("http.server.")
+                    || id.getName().startsWith("perflab."));
+            default -> throw new IllegalStateException(
+                    "PERFLAB_OBSERVABILITY must be 'on' or 'off', not '" + observability + "'");
+        };
+    }
 
     @Produces
     @Singleton

@@ -7,6 +7,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.HikariPoolMXBean;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import io.micrometer.core.instrument.config.MeterFilter;
 import java.lang.management.ManagementFactory;
 import java.sql.Connection;
 import java.util.List;
@@ -19,6 +20,7 @@ import javax.management.ObjectName;
 import org.apache.tomcat.util.threads.ThreadPoolExecutor;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -33,7 +35,10 @@ public class MvcApplication {
 
     public static void main(String[] args) {
         SpringApplication app = new SpringApplication(MvcApplication.class);
-        app.setDefaultProperties(Map.of("spring.threads.virtual.enabled", virtualThreads()));
+        boolean observability = observability();
+        app.setDefaultProperties(Map.of("spring.threads.virtual.enabled", virtualThreads(),
+                "perflab.observability", observability,
+                "management.observations.enable.http.server.requests", observability));
         app.setAdditionalProfiles(dbEngine());
         app.run(args);
     }
@@ -65,6 +70,25 @@ public class MvcApplication {
                     + ": run on a newer JDK or set PERFLAB_THREADS=platform");
         }
         return true;
+    }
+
+    /**
+     * PERFLAB_OBSERVABILITY=on|off (the manifest's variant observability): off leaves out the lab's own
+     * instrumentation, to measure what it costs (issue 23): the http.server.requests observation, so no
+     * per-request timing and no histogram, and the perflab_* capacity gauges. Anything else stops the app.
+     */
+    private static boolean observability() {
+        String observability = System.getenv().getOrDefault("PERFLAB_OBSERVABILITY", "on");
+        if (!List.of("on", "off").contains(observability)) {
+            fail("PERFLAB_OBSERVABILITY must be 'on' or 'off', not '" + observability + "'");
+        }
+        return observability.equals("on");
+    }
+
+    /** Observability off: none of the perflab_* gauges below is registered (they are read at each scrape only). */
+    @Bean
+    MeterFilter capacityGauges(@Value("${perflab.observability}") boolean observability) {
+        return observability ? new MeterFilter() { } : MeterFilter.denyNameStartsWith("perflab.");
     }
 
     private static void fail(String message) {

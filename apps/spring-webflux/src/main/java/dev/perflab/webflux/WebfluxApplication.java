@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.type.LogicalType;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import io.micrometer.core.instrument.config.MeterFilter;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.SingleThreadEventExecutor;
@@ -13,9 +14,11 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.PoolMetrics;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.function.ToIntFunction;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
@@ -31,6 +34,9 @@ public class WebfluxApplication {
 
     public static void main(String[] args) {
         SpringApplication app = new SpringApplication(WebfluxApplication.class);
+        boolean observability = observability();
+        app.setDefaultProperties(Map.of("perflab.observability", observability,
+                "management.observations.enable.http.server.requests", observability));
         app.setAdditionalProfiles(dbEngine());
         app.run(args);
     }
@@ -48,6 +54,27 @@ public class WebfluxApplication {
             System.exit(2);
         }
         return engine;
+    }
+
+    /**
+     * PERFLAB_OBSERVABILITY=on|off (the manifest's variant observability): off leaves out the lab's own
+     * instrumentation, to measure what it costs (issue 23): the http.server.requests observation, so no
+     * per-request timing and no histogram, and the perflab_* capacity gauges. Anything else stops the app.
+     */
+    private static boolean observability() {
+        String observability = System.getenv().getOrDefault("PERFLAB_OBSERVABILITY", "on");
+        if (!List.of("on", "off").contains(observability)) {
+            System.err.println("perflab-spring-webflux: PERFLAB_OBSERVABILITY must be 'on' or 'off', not '"
+                    + observability + "'");
+            System.exit(2);
+        }
+        return observability.equals("on");
+    }
+
+    /** Observability off: none of the perflab_* gauges below is registered (they are read at each scrape only). */
+    @Bean
+    MeterFilter capacityGauges(@Value("${perflab.observability}") boolean observability) {
+        return observability ? new MeterFilter() { } : MeterFilter.denyNameStartsWith("perflab.");
     }
 
     /**
