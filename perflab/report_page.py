@@ -524,7 +524,7 @@ def _comparison_section(results: Results) -> str:
     if not table:
         return "<p>No complete run yet.</p>"
     parts = []
-    for (scenario, profile), apps in table.items():
+    for (scenario, profile, database), apps in table.items():
         rows = []
         for label, attribute, better in COMPARISON_ROWS:
             figures: dict[str, Figure] = {app: getattr(f, attribute) for app, f in apps.items()}
@@ -538,7 +538,8 @@ def _comparison_section(results: Results) -> str:
                              f'<span class="source">{_esc(source)}</span></td>')
             rows.append(f"<tr><th>{_esc(label)}</th>{''.join(cells)}</tr>")
         header = "".join(f"<th>{_esc(a)}</th>" for a in apps)
-        parts.append(f'<h3>{_esc(scenario)}, profile {_esc(profile)}</h3><table class="compare"><thead><tr><th></th>'
+        heading = f"{scenario}, profile {profile}" + (f", {database}" if database else "")
+        parts.append(f'<h3>{_esc(heading)}</h3><table class="compare"><thead><tr><th></th>'
                      f"{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return "".join(parts)
 

@@ -275,7 +275,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class AppFigures:
-    """The cost table's four figures of one app variant in one scenario and profile."""
+    """The cost table's four figures of one app variant in one scenario, profile and DB engine."""
 
     start_to_first_request_ms: Figure
     max_throughput: Figure  # req/s: the highest max sustainable rate of its sweeps; never a single run's rate
@@ -294,28 +294,30 @@ COMPARISON_ROWS: tuple[tuple[str, str, Literal["lower", "higher"]], ...] = (
 NO_SWEEP = "no sweep (make sweep APP=... SCENARIO=... finds it)"
 
 
-def compare(results: Results) -> dict[tuple[str, str], dict[str, AppFigures]]:
-    """The cost table per scenario and profile: (scenario, profile) -> app variant -> its
-    figures. Start to first request from every readable run (it does not depend on the load);
-    max throughput, and the RSS and throughput per MiB that go with it, from sweeps only: a run
-    at the rate it was asked for says nothing of the most the app sustains."""
+def compare(results: Results) -> dict[tuple[str, str, str], dict[str, AppFigures]]:
+    """The cost table per scenario, profile and DB engine: (scenario, profile, engine) -> app variant
+    -> its figures ("" for a run that did not record its engine). Start to first request from every
+    readable run (it does not depend on the load); max throughput, and the RSS and throughput per MiB
+    that go with it, from sweeps only: a run at the rate it was asked for says nothing of the most the
+    app sustains. Engines are never mixed in one table, as in the sets side by side."""
     runs_by_id = {r.run_id: r for r in results.runs}
     readable = [r for r in results.runs if r.readable]
-    sweeps: dict[tuple[str, str, str], list[tuple[str, Sweep]]] = {}
+    sweeps: dict[tuple[str, str, str, str], list[tuple[str, Sweep]]] = {}
     for sweep_id, sweep in results.sweeps.items():
         sweep_runs = _sweep_runs(sweep, runs_by_id)
         profile = sweep_runs[0].profile if sweep_runs else "default"
-        sweeps.setdefault((sweep.scenario, profile, sweep_variant(sweep, runs_by_id)), []).append((sweep_id, sweep))
-    groups = {(r.scenario, r.profile, r.app) for r in readable} | set(sweeps)
-    table: dict[tuple[str, str], dict[str, AppFigures]] = {}
-    for scenario, profile, app in sorted(groups):
-        mine = [r for r in readable if (r.scenario, r.profile, r.app) == (scenario, profile, app)]
+        database = sweep_runs[0].database if sweep_runs else ""
+        sweeps.setdefault((sweep.scenario, profile, database, sweep_variant(sweep, runs_by_id)), []).append((sweep_id, sweep))
+    groups = {(r.scenario, r.profile, r.database, r.app) for r in readable} | set(sweeps)
+    table: dict[tuple[str, str, str], dict[str, AppFigures]] = {}
+    for scenario, profile, database, app in sorted(groups):
+        mine = [r for r in readable if (r.scenario, r.profile, r.database, r.app) == (scenario, profile, database, app)]
         starts = [s for s in (_start_ms(r) for r in mine) if s is not None]
         start = Figure(statistics.fmean(starts), f"mean of {len(starts)} run(s)") if starts else Figure(None)
-        throughput, rss = _sweep_figures(sweeps.get((scenario, profile, app), []), runs_by_id)
+        throughput, rss = _sweep_figures(sweeps.get((scenario, profile, database, app), []), runs_by_id)
         per_mib = (Figure(throughput.value / rss.value, "max throughput / max RSS of that sweep")
                    if throughput.value is not None and rss.value else Figure(None))
-        table.setdefault((scenario, profile), {})[app] = AppFigures(start, throughput, rss, per_mib)
+        table.setdefault((scenario, profile, database), {})[app] = AppFigures(start, throughput, rss, per_mib)
     return table
 
 

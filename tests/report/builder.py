@@ -76,6 +76,7 @@ class FixtureRun:
     server: ServerLatency | None = None  # the app's own latency, as perflab.observe records it
     profile: Path | None = None  # PROFILE_APP=cpu: the window's collapsed stacks (tests/unit/fixtures/profiles)
     profile_error: str | None = None  # PROFILE_APP=cpu, and why the window has no profile (profile-error.json)
+    versions: tuple[tuple[str, str], ...] = ()  # context.json's versions: ("database", "postgres (PostgreSQL) 15.14")
 
 
 GREETING_ROUTES = ("GET /greeting/{name}",)
@@ -199,6 +200,7 @@ def add_fixture_run(results: Path, run: FixtureRun) -> Path:
                         start_to_first_request_ms=run.start_to_first_request_ms),
         raw_output=raw_name,
         repetition=run.repetition,
+        versions=dict(run.versions),
     )
     rundir.write_context(run_dir, context)
     parsed = perflab(f"parse-{run.tool}", run_dir / raw_name, "--target-rate", str(run.rate), *extra,

@@ -365,9 +365,26 @@ def test_max_throughput_never_from_a_single_run_nor_divided_by_one(
     assert cells.count(sweep) == 1 and len(cells) == 6  # every variant of greeting and of zipcodes
 
 
+def test_the_cost_table_keeps_each_db_engine_apart(tmp_path: Path) -> None:
+    """The same app and scenario on MariaDB and on PostgreSQL: two tables, each headed with its engine."""
+    results_dir = tmp_path / "results"
+    mariadb = replace(SIDE_BY_SIDE[0], versions=(("database", "mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 for debian-linux-gnu"),))
+    postgresql = replace(SIDE_BY_SIDE[0], run_id=SIDE_BY_SIDE[0].run_id.replace("T100000Z", "T100500Z"),
+                         start_to_first_request_ms=4000.0,
+                         versions=(("database", "postgres (PostgreSQL) 15.14 (Debian 15.14-0+deb12u1)"),))
+    add_fixture_run(results_dir, mariadb)
+    add_fixture_run(results_dir, postgresql)
+    table = report_sets.compare(results.load(results_dir))
+    assert set(table) == {("greeting", "default", "MariaDB"), ("greeting", "default", "PostgreSQL")}
+    assert table[("greeting", "default", "PostgreSQL")]["quarkus (IO thread)"].start_to_first_request_ms.value == 4000.0
+    perflab("report", "--results", results_dir)
+    page, _ = _page(results_dir)
+    assert "<h3>greeting, profile default, MariaDB</h3>" in page and "<h3>greeting, profile default, PostgreSQL</h3>" in page
+
+
 def test_report_3_table_from_sweeps(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
     table = report_sets.compare(results.load(full))
-    greeting = table[("greeting", "default")]
+    greeting = table[("greeting", "default", "")]  # the fixture runs record no DB engine
     assert list(greeting) == ["quarkus (IO thread)", "spring-mvc (200 threads)", "spring-mvc (400 threads)",
                               "spring-mvc (virtual threads)", "spring-webflux"]
     assert all(figures.max_throughput.value is None for app, figures in greeting.items()
@@ -386,7 +403,7 @@ def test_report_3_table_from_sweeps(full: Path, full_report: subprocess.Complete
     # audit.json is corrupt): the start does not depend on whether the run was judged either.
     assert rows["start to first request (ms)"][0] == f"{(6581 + 6918 + 13232.3 + 6581) / 4:,.0f}|best|mean of 4 run(s)"
     # The lab run is INVALID and there is no sweep of zipcodes: no max throughput.
-    assert table[("zipcodes", "default")]["quarkus (IO thread)"].max_throughput.value is None
+    assert table[("zipcodes", "default", "")]["quarkus (IO thread)"].max_throughput.value is None
 
 
 def test_a_variant_is_an_app_of_its_own(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
