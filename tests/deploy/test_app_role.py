@@ -103,6 +103,8 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
     assert record["jar_local"] == str(REPO / "apps" / app / "target" / f"perflab-{app}.jar")
     assert record["jar_remote"] == f"/opt/perflab/app/perflab-{app}.jar"
     assert "--url=http://127.0.0.1:8080/health/ready" in record["ready_argv"] and "--status=200" in record["ready_argv"]
+    # A new jar or JDK: the archive the replaced JVM writes as it stops is removed before the new one starts.
+    assert record["restart_argv"] == [*record["ready_argv"], "--restart", f"--forget-archive=/var/lib/perflab-app/{app}.jsa"]
 
 
 def test_class_data_sharing_can_be_turned_off(tmp_path: Path) -> None:
@@ -111,6 +113,7 @@ def test_class_data_sharing_can_be_turned_off(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert exec_start(out) == "ExecStart=/opt/perflab/jdk/jlink-test/bin/java -jar /opt/perflab/app/perflab-quarkus.jar"
     assert record["deployment"]["jvm_opts"] == []
+    assert record["restart_argv"] == [*record["ready_argv"], "--restart"]  # no archive to forget
 
 
 def test_the_app_bound_profile_sets_a_cpu_quota_and_records_it(tmp_path: Path) -> None:

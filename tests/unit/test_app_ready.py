@@ -27,8 +27,8 @@ with open(state_file) as f:
 args = sys.argv[1:]
 with open(state_file + ".log", "a") as log:
     log.write(" ".join(args) + "\\n")
-if args[0] in ("restart", "stop"):
-    if args[0] == "restart":
+if args[0] in ("restart", "start", "stop"):
+    if args[0] in ("restart", "start"):
         state["props"].update(state.pop("after_restart", {}))
         state["props"]["ExecMainStartTimestampMonotonic"] = str(time.monotonic_ns() // 1000)
     with open(state_file, "w") as f:
@@ -163,3 +163,20 @@ def test_an_answer_that_is_not_http_is_not_ready(tmp_path: Path) -> None:
         echo.close()
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith(f"{url} did not answer 200 within 1 s; perflab-app is stopped"), done.stderr
+
+
+def test_a_new_artifact_or_jdk_forgets_the_class_data_sharing_archive(tmp_path: Path, server: http.server.HTTPServer) -> None:
+    """The archive the replaced JVM writes as it stops is removed before the new one starts: a stale archive makes
+    the JVM log "An error has occurred while processing the shared archive file" before it falls back."""
+    Answer.status = 200
+    archive = tmp_path / "perflab-app" / "quarkus.jsa"
+    archive.parent.mkdir()
+    archive.write_bytes(b"an archive of the jar this deployment replaces")
+    done = probe(tmp_path, f"http://127.0.0.1:{server.server_port}/health/ready", RUNNING, {}, f"--forget-archive={archive}")
+    assert done.returncode == 0, done.stderr
+    assert not archive.exists()
+    assert (tmp_path / "systemd.json.log").read_text().splitlines()[:2] == ["stop perflab-app", "start perflab-app"]
+    assert json.loads(done.stdout)["start_to_ready_ms"] >= 0
+    # Nothing to forget: the same stop and start.
+    done = probe(tmp_path, f"http://127.0.0.1:{server.server_port}/health/ready", RUNNING, {}, f"--forget-archive={archive}")
+    assert done.returncode == 0, done.stderr
