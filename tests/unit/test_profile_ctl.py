@@ -234,8 +234,8 @@ def test_a_jvm_with_a_private_tmp_is_profiled_through_proc_root(tmp_path: Path) 
 
 
 def test_a_window_loads_the_agent_before_it_opens(tmp_path: Path) -> None:
-    """`window` returns with the agent already in the JVM (an idle `status`), so that the window's start
-    costs only the agent's own start: a fresh JVM, never profiled, has the library mapped at once."""
+    """`window` returns with the agent already in the JVM (an idle `status`, then one start and stop), so that
+    the window's start is not the agent's first: a fresh JVM, never profiled, has the library mapped at once."""
     (tmp_path / "Busy.java").write_text(BUSY_JAVA)
     process = subprocess.Popen([str(newest_java()), "Busy.java"], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)

@@ -258,14 +258,18 @@ def detach() -> bool:
     return True
 
 
-def preload(pid: int, lib: Path) -> None:
-    """The agent loaded into the JVM before the window (an idle `status`): the library's load and the
-    agent's first set-up (0.07 s idle, more on a loaded machine) are then not in the window's start.
-    A failure here is left to the start, which says why in the window's directory."""
+def preload(pid: int, lib: Path, mode: str, interval: str | None) -> None:
+    """The agent loaded into the JVM before the window (an idle `status`), then the profiler started and
+    stopped once: the library's load, the agent's first set-up (0.07 s idle, more on a loaded machine) and
+    its first start are then not in the window. A first start in the window stalled the lab's Spring apps
+    60-230 ms in its first second at 2,000 req/s (p99 of that second, against 3-10 ms in the others;
+    TechEmpower's smaller apps 3-9 ms). A failure here is left to the window's start, which says why."""
     prepare_dir(pid)
     there = jvm_dir(pid)
     try:
         agent(pid, lib, f"status,file={there}/status.txt,log={there}/agent.log")
+        start(pid, lib, mode, interval)
+        agent(pid, lib, f"stop,log={there}/agent.log")
     except ProfileError:
         pass
 
@@ -279,7 +283,7 @@ def window(pid: int, lib: Path, mode: str, interval: str | None, start_at: float
     if not lib.is_file():
         raise ProfileError(f"no agent library at {lib}: run `make async-profiler` on the controller and copy it")
     attach_listener(pid)  # now, before the window: its start then costs the agent's own start only
-    preload(pid, lib)
+    preload(pid, lib, mode, interval)
     out.mkdir(parents=True, exist_ok=True)
     for earlier in out.iterdir():  # a reader never finds an earlier window's files
         earlier.unlink()
