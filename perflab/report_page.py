@@ -107,7 +107,8 @@ def _observability_cost(comparable_set: ComparableSet) -> str:
     if not costs:
         return ""
     each = "; ".join(f"{cost.variant} {fmt(cost.on.median)} with it, {fmt(cost.off.median)} without: "
-                     f"{cost.share * 100:.0f}% of its CPU per request" for cost in costs)
+                     + (f"{cost.share * 100:.0f}% of its CPU per request" if cost.told_apart
+                        else "not told apart (the ranges of their runs overlap)") for cost in costs)
     return (f'<p class="observability-cost">The lab\'s instrumentation (the server histogram and the capacity '
             f"gauges; VARIANT=observability=off leaves it out), in app CPU-s per 1,000 requests: {_esc(each)}.</p>")
 

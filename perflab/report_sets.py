@@ -7,7 +7,7 @@
   from the best (perflab.repetitions);
 - observability_costs(): an app's CPU per request with the lab's instrumentation and without it
   (VARIANT=observability=off) where both ran in the set;
-- compare(): the cost table per scenario and profile: start to first request from every
+- compare(): the cost table per scenario, profile and DB engine: start to first request from every
   readable run; max throughput, the max RSS of that sweep's runs and throughput per MiB from
   sweeps only;
 - fmt(), set_title(), bucket_text(): how a figure is written, in the sets' titles and notes and
@@ -208,6 +208,11 @@ class ObservabilityCost:
     @property
     def share(self) -> float:
         return (self.on.median - self.off.median) / self.on.median
+
+    @property
+    def told_apart(self) -> bool:
+        """False where both were repeated and their ranges overlap: the share is then noise, not a cost."""
+        return not repetitions.indistinguishable(self.on, self.off)
 
 
 def observability_costs(comparable_set: ComparableSet) -> tuple[ObservabilityCost, ...]:

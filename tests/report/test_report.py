@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from perflab import profile, report, report_page, report_sets, results
+from perflab.model import Repetition
 
 from .builder import BAD_INPUT, GOOD_RUNS, LAB_RUN_ID, MIB, PROFILE_NOT_WRITTEN, REPEATED, SIDE_BY_SIDE, \
     SIDE_BY_SIDE_LEFT_OUT, SWEEP_ID, TABLE_RUN, WARMUP_RUN, WRK2_OVER_TIME, add_fixture_run, add_repeated, full_results, \
@@ -293,6 +294,24 @@ def test_what_the_labs_instrumentation_costs_an_app_measured_with_it_and_without
         r"out\), in app CPU-s per 1,000 requests: spring-webflux ([0-9.]+) with it, ([0-9.]+) without: 23% of its CPU "
         r"per request\.", costs[0]), costs
     assert "<th>spring-webflux (observability off)" in page
+
+
+def test_an_instrumentation_cost_within_the_noise_is_not_called_one(tmp_path: Path) -> None:
+    """REPEAT=2 each way, and the ranges of the two overlap: no share is given, the line says why."""
+    results_dir = tmp_path / "results"
+    base = SIDE_BY_SIDE[1]
+    for index, (minute, cores, environment) in enumerate(((10, 0.150, ()), (11, 0.160, ()),
+                                                         (15, 0.155, (("PERFLAB_OBSERVABILITY", "off"),)),
+                                                         (16, 0.158, (("PERFLAB_OBSERVABILITY", "off"),)))):
+        group = "20260104T101000Z-greeting" if not environment else "20260104T101500Z-greeting"
+        add_fixture_run(results_dir, replace(base, run_id=base.run_id.replace("T101000Z", f"T10{minute}00Z"),
+                                             environment=environment, observed=(cores, 228069376),
+                                             repetition=Repetition(group, index % 2 + 1, 2)))
+    perflab("report", "--results", results_dir)
+    _, text = _page(results_dir)
+    costs = text.by_class["observability-cost"]
+    assert len(costs) == 1 and costs[0].endswith(
+        "without: not told apart (the ranges of their runs overlap)."), costs
 
 
 def test_side_by_side_last_runs_of_the_set_from_history(full: Path, full_report: subprocess.CompletedProcess[str]) -> None:
