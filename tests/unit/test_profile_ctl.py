@@ -247,6 +247,8 @@ def test_a_window_loads_the_agent_before_it_opens(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "libasyncProfiler.so" in Path(f"/proc/{process.pid}/maps").read_text()
         assert not (tmp_path / "p" / "profile-window.json").exists()  # loaded, not yet profiling
+        # Its first start and stop are behind it too: they stalled a large app, and must not fall in the window.
+        assert Path(f"/tmp/perflab-profile-{process.pid}/first-start.collapsed").is_file()
     finally:
         process.kill()
         process.wait()
