@@ -72,7 +72,7 @@ roledocs: $(VENV_STAMP) ## Generate the variables section of every roles/*/READM
 schemas: $(VENV_STAMP) ## Generate the JSON Schema of every file of a run, perflab/schemas/*.schema.json, from perflab/rundir.py's models (commit the output; a unit test fails on drift)
 	$(BIN)/python -m perflab.rundir perflab/schemas
 
-HOST_PROGRAMS = $(wildcard roles/*/files/*.py roles/*/files/*/*.py playbooks/files/*.py)
+HOST_PROGRAMS = $(wildcard roles/*/files/*.py roles/*/files/*/*.py playbooks/files/*.py) roles/app/files/perflab-app-ready
 
 .PHONY: test-unit
 test-unit: $(VENV_STAMP) $(ASYNC_PROFILER) ## Unit tests of the perflab package (parsers, audit, CLI), mypy --strict, the scenario loader (tests/deploy)

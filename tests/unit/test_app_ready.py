@@ -180,3 +180,29 @@ def test_a_new_artifact_or_jdk_forgets_the_class_data_sharing_archive(tmp_path: 
     # Nothing to forget: the same stop and start.
     done = probe(tmp_path, f"http://127.0.0.1:{server.server_port}/health/ready", RUNNING, {}, f"--forget-archive={archive}")
     assert done.returncode == 0, done.stderr
+
+
+def test_an_archive_written_for_the_same_code_is_kept_and_one_for_other_code_forgotten(
+        tmp_path: Path, server: http.server.HTTPServer) -> None:
+    """--code: the archive is forgotten only when it was written for other code than the app's now (its stamp
+    JSA.code). An app that comes back after another one ran (a compare) keeps its archive; a new jar does not."""
+    Answer.status = 200
+    url = f"http://127.0.0.1:{server.server_port}/health/ready"
+    archive = tmp_path / "perflab-app" / "quarkus.jsa"
+    archive.parent.mkdir()
+    log = tmp_path / "systemd.json.log"
+
+    def restart(code: str) -> list[str]:
+        log.unlink(missing_ok=True)
+        done = probe(tmp_path, url, RUNNING, {}, f"--forget-archive={archive}", f"--code={code}")
+        assert done.returncode == 0, done.stderr
+        return [line for line in log.read_text().splitlines() if line.split()[0] in ("stop", "start", "restart")]
+
+    archive.write_bytes(b"an archive of a jar no stamp names")
+    assert restart("jar-a:jdk-1") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
+    assert (tmp_path / "perflab-app" / "quarkus.jsa.code").read_text() == "jar-a:jdk-1\n"
+    archive.write_bytes(b"the archive the JVM of jar a wrote as it stopped")
+    assert restart("jar-a:jdk-1") == ["restart perflab-app"] and archive.exists()
+    assert restart("jar-b:jdk-1") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
+    archive.write_bytes(b"the archive of jar b")
+    assert restart("jar-b:jdk-2") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
