@@ -104,11 +104,12 @@ def test_the_builtin_apps_deploy_as_before_manifests(tmp_path: Path, app: str, v
     assert record["jar_local"] == str(REPO / "apps" / app / "target" / f"perflab-{app}.jar")
     assert record["jar_remote"] == f"/opt/perflab/app/perflab-{app}.jar"
     assert "--url=http://127.0.0.1:8080/health/ready" in record["ready_argv"] and "--status=200" in record["ready_argv"]
-    # The archive is kept for the code it was written for, the jar's sha256 and the JDK build, and forgotten for any
+    # The archive is kept for the code it was written for, the jar's bytes and time and the JDK build, and forgotten for any
     # other (perflab-app-ready --code).
-    jar_sha256 = hashlib.sha256(Path(record["jar_local"]).read_bytes()).hexdigest()
+    jar = Path(record["jar_local"])
+    code = f"{hashlib.sha256(jar.read_bytes()).hexdigest()}@{int(jar.stat().st_mtime)}:jlink-test"
     assert record["restart_argv"] == [*record["ready_argv"], "--restart", f"--forget-archive=/var/lib/perflab-app/{app}.jsa",
-                                      f"--code={jar_sha256}:jlink-test"]
+                                      f"--code={code}"]
 
 
 def test_class_data_sharing_can_be_turned_off(tmp_path: Path) -> None:
