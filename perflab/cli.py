@@ -22,7 +22,7 @@ Commands:
       the rules are the audit's (perflab/audit.py, its document audit.json). `perflab audit` was its
       old name: it says so, exit 2
   perflab thresholds                                 every threshold of the judge with its reason
-  perflab collect RUN_DIR [--prometheus URL]
+  perflab collect RUN_DIR [--prometheus URL] [--inputs FILE|-]
       a bench run's files from its bench-inputs.json, the tool's raw output and Prometheus: context,
       observations, utilization, result, audit, attribution, status complete (perflab/collect.py)
   perflab compare [--scenario S] [--apps "A B"] [--variants "K=V ..."] [--repeat N] [-- BENCH OPTIONS]

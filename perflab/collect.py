@@ -584,6 +584,13 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
 # The command
 
 
+def _given_inputs(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `perflab collect` to the CLI."""
     sub = commands.add_parser(
@@ -598,6 +605,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     sub.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="results/<run id>/ with bench-inputs.json")
     sub.add_argument("--prometheus", default=DEFAULT_URL, metavar="URL", help="the lab's Prometheus (lab_prometheus_url)")
+    sub.add_argument("--inputs", metavar="FILE",
+                     help="write RUN_DIR's bench-inputs.json first, from FILE (- for standard input): what the bench's plays "
+                          "gathered, in the command that reads it")
     sub.add_argument("--timeseries", action="store_true",
                      help="write timeseries.json alone for a run already collected: vegeta's from its raw results, "
                           "wrk2's from the app's histogram in Prometheus (--prometheus)")
@@ -606,6 +616,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _collect(args: argparse.Namespace) -> int:
     try:
+        if args.inputs is not None:
+            given = sys.stdin.read() if args.inputs == "-" else _given_inputs(Path(args.inputs))
+            rundir.write_bench_inputs(args.run_dir, given)
         print(timeseries_of(args.run_dir, args.prometheus) if args.timeseries else collect(args.run_dir, args.prometheus))
     except InputError as exc:
         print(f"perflab collect: error: {exc}", file=sys.stderr)

@@ -632,6 +632,11 @@ def read_bench_inputs(run_dir: Path) -> BenchInputs:
     return _read(run_dir / BENCH_INPUTS, BenchInputs, unversioned=True)
 
 
+def write_bench_inputs(run_dir: Path, text: str) -> None:
+    """bench-inputs.json as the bench's plays gathered it (perflab collect --inputs), read back by read_bench_inputs()."""
+    atomic.write_text(run_dir / BENCH_INPUTS, text if text.endswith("\n") else text + "\n")
+
+
 def read_db_sessions(run_dir: Path) -> DbSessionList:
     return _read(run_dir / DB_SESSIONS, DbSessionList, unversioned=True)
 

@@ -7,6 +7,8 @@ import gzip
 import json
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import urllib.parse
 from pathlib import Path
@@ -142,6 +144,21 @@ def test_collect_of_a_directory_without_bench_inputs_says_so(tmp_path: Path) -> 
     done = perflab("collect", tmp_path, "--prometheus", CLOSED_PROMETHEUS)
     assert done.returncode == 4
     assert done.stderr.strip() == f"perflab collect: error: {tmp_path}/bench-inputs.json: no such file"
+
+
+def test_collect_writes_bench_inputs_given_on_standard_input_first_and_reads_them(tmp_path: Path) -> None:
+    """The bench hands what its plays gathered to perflab collect (--inputs -): one command, not a copy and a command."""
+    inputs = bench_inputs("vegeta", 200, ["vegeta-measure.jsonl.gz"], [])
+    run_dir = run_dir_with(tmp_path, inputs, {"vegeta-measure.jsonl.gz": VEGETA_FIXTURES / "vegeta-steady-200rps.jsonl.gz"})
+    (run_dir / "bench-inputs.json").unlink()
+    done = subprocess.run([sys.executable, "-m", "perflab", "collect", str(run_dir), "--prometheus", CLOSED_PROMETHEUS,
+                           "--inputs", "-"], input=json.dumps(inputs, indent=2), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run_dir / "bench-inputs.json").read_text()) == inputs
+    assert rundir.read_status(run_dir).status == "complete"
+    # A file that is not there: one line, and the run left as it was.
+    again = perflab("collect", run_dir, "--prometheus", CLOSED_PROMETHEUS, "--inputs", tmp_path / "nowhere.json")
+    assert again.returncode == 4 and again.stderr.strip() == f"perflab collect: error: {tmp_path}/nowhere.json: No such file or directory"
 
 
 def test_collect_of_a_vegeta_run_writes_its_seconds_with_the_warm_up(tmp_path: Path) -> None:
