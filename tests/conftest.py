@@ -88,6 +88,8 @@ def short_run(lab: str) -> Path:
 # the lifecycle tests end with lab-down (on the SSH lab, its own lab-down test).
 FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py")
 THEN = ("tests/watch/",)
+# Right before it: what fills the SSH lab's wait for the local lab's share (the lock test waits for it).
+BEFORE_THE_WAIT = ("tests/ssh_lab/test_ssh_lab_scrape.py",)
 AFTER_THE_REST = ("tests/ssh_lab/test_ssh_lab_lock.py::test_a_second_run_5_s_later",)
 LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 
@@ -95,8 +97,8 @@ LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 def _lab_order(item: pytest.Item) -> int:
     path = item.nodeid.split("::")[0]
     if item.nodeid.startswith(AFTER_THE_REST):
-        return 3
-    return 0 if path in FIRST else 1 if path.startswith(THEN) else 4 if path in LAST else 2
+        return 4
+    return 0 if path in FIRST else 1 if path.startswith(THEN) else 3 if path in BEFORE_THE_WAIT else 5 if path in LAST else 2
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
