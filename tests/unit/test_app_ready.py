@@ -192,16 +192,27 @@ def test_an_archive_written_for_the_same_code_is_kept_and_one_for_other_code_for
     archive.parent.mkdir()
     log = tmp_path / "systemd.json.log"
 
+    jar = tmp_path / "perflab-quarkus.jar"
+    jar.write_bytes(b"the jar")
+    os.utime(jar, ns=(1_795_928_612_000_000_000, 1_795_928_612_000_000_000))
+
     def restart(code: str) -> list[str]:
         log.unlink(missing_ok=True)
-        done = probe(tmp_path, url, RUNNING, {}, f"--forget-archive={archive}", f"--code={code}")
+        done = probe(tmp_path, url, RUNNING, {}, f"--forget-archive={archive}", f"--code={code}", f"--jar={jar}")
         assert done.returncode == 0, done.stderr
         return [line for line in log.read_text().splitlines() if line.split()[0] in ("stop", "start", "restart")]
 
     archive.write_bytes(b"an archive of a jar no stamp names")
     assert restart("jar-a:jdk-1") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
-    assert (tmp_path / "perflab-app" / "quarkus.jsa.code").read_text() == "jar-a:jdk-1\n"
+    # The stamp holds the jar as the JVM's archive checks it: its modification time and its size.
+    assert (tmp_path / "perflab-app" / "quarkus.jsa.code").read_text() == "jar-a:jdk-1:1795928612000000000-7\n"
     archive.write_bytes(b"the archive the JVM of jar a wrote as it stopped")
+    assert restart("jar-a:jdk-1") == ["restart perflab-app"] and archive.exists()
+    # The same bytes copied again with another time (a copy over SSH that was not given the controller's): the JVM
+    # would refuse the archive, so it goes.
+    os.utime(jar, ns=(1_795_928_999_000_000_000, 1_795_928_999_000_000_000))
+    assert restart("jar-a:jdk-1") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
+    archive.write_bytes(b"the archive of jar a at its new time")
     assert restart("jar-a:jdk-1") == ["restart perflab-app"] and archive.exists()
     assert restart("jar-b:jdk-1") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
     archive.write_bytes(b"the archive of jar b")
