@@ -62,7 +62,7 @@ The command line (`perflab scenario ...`, registered in perflab/cli.py):
       the first N requests each tool would send (wrk2: thread by thread in the same round-robin)
   perflab scenario label SCENARIO              its name in a run's or a sweep's name (scenario.label)
   perflab scenario compile FILE [--set NAME=VALUE ...] [--weight REQUEST=W ...] [--vegeta OUT.json] [--wrk2 OUT.lua]
-                        [--as-run OUT.json]
+                        [--as-run OUT.json|-]
       the compiled scenario: the document perflab/scenario_play.py plays into vegeta targets (on a
       loadgen host, stdlib only), the data file perflab/wrk2_scenario.lua plays, and the scenario as
       run (what the bench records: the file's fields, weights and parameters as run, endpoints)
@@ -795,7 +795,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                            help="the data file perflab/wrk2_scenario.lua plays (its PERFLAB_SCENARIO_DATA)")
     compiling.add_argument("--as-run", type=Path, metavar="OUT.json",
                            help="the scenario as run (JSON): the file's fields with the weights and parameters "
-                                "as compiled, its endpoints and its file (what the bench records)")
+                                "as compiled, its endpoints and its file (what the bench records); - prints it")
     compiling.set_defaults(command=_compile)
 
 
@@ -860,8 +860,11 @@ def _compile(args: argparse.Namespace) -> int:
         return _refuse(error.problems)
     try:
         if args.as_run is not None:
-            args.as_run.write_text(json.dumps(as_run(scenario, args.file, parameters, weights), indent=1,
-                                              ensure_ascii=False) + "\n", encoding="utf-8")
+            document = json.dumps(as_run(scenario, args.file, parameters, weights), indent=1, ensure_ascii=False) + "\n"
+            if str(args.as_run) == "-":
+                sys.stdout.write(document)
+            else:
+                args.as_run.write_text(document, encoding="utf-8")
         if args.vegeta is not None:
             args.vegeta.write_text(json.dumps(compiled, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         if args.wrk2 is not None:

@@ -497,6 +497,19 @@ def test_compile_writes_both_tools_inputs_and_the_player_plays_them(tmp_path: Pa
                              + " ".join(f"{n}={names.count(n)}" for n in ("search", "item", "signup", "order")) + "\n")
 
 
+def test_compile_prints_the_scenario_as_run_with_as_run_dash_and_writes_no_file(tmp_path: Path) -> None:
+    """The bench's check of a scenario (roles/loadgen scenario.yml without a run's directory): the scenario as run on
+    standard output, the same document --as-run FILE writes."""
+    file = write_shop(tmp_path)
+    printed = perflab("compile", str(file), "--set", "shop=east", "--as-run", "-")
+    assert printed.returncode == 0 and printed.stderr == "", printed.stderr
+    written = perflab("compile", str(file), "--set", "shop=east", "--as-run", str(tmp_path / "as-run.json"))
+    assert written.returncode == 0 and written.stdout == ""
+    assert printed.stdout == (tmp_path / "as-run.json").read_text(encoding="utf-8")
+    assert json.loads(printed.stdout)["name"] == "shop"
+    assert not (tmp_path / "-").exists()
+
+
 def test_compile_refuses_without_an_output_and_a_wrong_scenario(tmp_path: Path) -> None:
     done = perflab("compile", str(write_shop(tmp_path)))
     assert (done.returncode, done.stderr) == (
