@@ -72,6 +72,10 @@ def report(title: str, wall: float, lines: list[dict[str, object]], runs: list[P
     print(f"  {'before and between the playbooks (make, the app build check, perflab)':<72} {wall - in_ansible:6.1f} s")
     for play, seconds in sorted(by_play.items(), key=lambda kv: -kv[1]):
         print(f"  {play:<72} {seconds:6.1f} s")
+    for run in runs:  # the JVM's own start, and whether it had its class data sharing archive
+        deployment = json.loads((run / "bench-inputs.json").read_text())["deployment"]
+        print(f"  {deployment['app']}: start to ready {float(deployment['start_to_ready_ms']) / 1000:.1f} s, "
+              f"{deployment.get('class_data_sharing', 'class data sharing off')}")
     print("  the ten slowest tasks:")
     for (play, task), seconds in sorted(by_task.items(), key=lambda kv: -kv[1])[:10]:
         print(f"    {seconds:6.1f} s  {play} / {task}"[:140])

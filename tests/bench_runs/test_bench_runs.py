@@ -47,6 +47,10 @@ def test_books_orders_runs_twice_on_fresh_jvms_and_the_report_gives_the_median()
         result = read_json(RESULTS / name / "result.json")
         repetitions.append((result["repetition"], result["app"]["start_to_first_request_ms"]))
     (first, _), (second, _) = repetitions
+    # The second JVM starts with the class data sharing archive of the app's classes, which the first wrote as it
+    # stopped (or kept, mapped): the deployment says so (perflab-app-ready reads the JVM's mappings).
+    deployment = read_json(RESULTS / created[1] / "bench-inputs.json")["deployment"]
+    assert deployment["class_data_sharing"] == "archive mapped", deployment
     assert first["group"] == second["group"] and first["group"].endswith("-books-orders"), repetitions
     assert [(r["index"], r["of"]) for r, _ in repetitions] == [(1, 2), (2, 2)]
     summary = re.search(r"^  spring-webflux \((\d) runs?\): achieved/s (\S+) \[(\S+)-(\S+)\], p99 ms", done.stdout, re.MULTILINE)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import mmap
 import os
 import socket
 import subprocess
@@ -217,3 +218,24 @@ def test_an_archive_written_for_the_same_code_is_kept_and_one_for_other_code_for
     assert restart("jar-b:jdk-1") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
     archive.write_bytes(b"the archive of jar b")
     assert restart("jar-b:jdk-2") == ["stop perflab-app", "start perflab-app"] and not archive.exists()
+
+
+def test_the_deployment_says_whether_the_jvm_maps_its_archive(tmp_path: Path, server: http.server.HTTPServer) -> None:
+    """class_data_sharing in the fact: "archive mapped" when the app's main process maps the archive (here this test's
+    own process maps the file, as the JVM does), "no archive" when it does not (a JVM that refused a stale one)."""
+    Answer.status = 200
+    url = f"http://127.0.0.1:{server.server_port}/health/ready"
+    archive = tmp_path / "perflab-app" / "quarkus.jsa"
+    archive.parent.mkdir()
+    archive.write_bytes(b"\0" * mmap.PAGESIZE)
+    this_process = {**RUNNING, "ExecMainPID": str(os.getpid())}
+    done = probe(tmp_path, url, this_process, {}, f"--forget-archive={archive}", "--code=jar-a:jdk-1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["class_data_sharing"] == "no archive"  # forgotten, and not mapped
+    archive.write_bytes(b"\0" * mmap.PAGESIZE)  # the archive the stopping JVM writes, mapped by the next
+    with archive.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ):
+        done = probe(tmp_path, url, this_process, {}, f"--forget-archive={archive}", "--code=jar-a:jdk-1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["class_data_sharing"] == "archive mapped"
+    # Without class data sharing (app_class_data_sharing: false) the fact says nothing of it.
+    assert "class_data_sharing" not in json.loads(probe(tmp_path, url, this_process, {}).stdout)
