@@ -48,9 +48,10 @@ def test_a_15_s_scrape_set_in_group_vars_all_is_refused_until_lab_up_then_the_be
         done = bench()
         assert judged(done), tail(done.stdout, 80)
         run = new_run_dir(before)
+        status = read_json(run / "status.json")
+        assert status["status"] == "complete", (status, tail(done.stdout, 40), done.returncode)
         inputs = read_json(run / "bench-inputs.json")
         assert inputs["scrape_interval_s"] == 15 and inputs["quiet_s"] == 17, {k: inputs[k] for k in ("scrape_interval_s", "quiet_s")}
-        status = read_json(run / "status.json")
         assert status["verdict"] in ("VALID", "WARN"), status
         # Read at rest after the quiet time, the window's requests and statements are the contract's.
         rules = {rule["rule"]: rule for rule in read_json(run / "audit.json")["rules"]}
