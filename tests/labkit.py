@@ -47,8 +47,16 @@ INVALID_LINE = "is INVALID (its verdict is above)"
 
 
 def judged(done: subprocess.CompletedProcess[str]) -> bool:
-    """make bench made its run and judged it: 0 (VALID or WARN), or make's 2 with the line of an INVALID run."""
-    return done.returncode == 0 or (done.returncode == 2 and INVALID_LINE in done.stdout)
+    """make bench made its run and judged it: 0 (VALID or WARN), or make's 2 with the line of an INVALID run. The
+    line as printed, at a line's start: make echoes the recipe, whose text holds it too (a run that failed to deploy
+    read as judged before, and a test went on to look for its files)."""
+    return done.returncode == 0 or (done.returncode == 2 and invalid_said(done.stdout) is not None)
+
+
+def invalid_said(output: str) -> str | None:
+    """The run make bench said was judged INVALID (the line's run id), if it said so."""
+    said = re.search(r"^perflab: make bench: run (\S+) " + re.escape(INVALID_LINE) + "$", output, re.MULTILINE)
+    return said[1] if said else None
 
 
 # The local and the SSH lab share this machine's two cores (make test runs them side by side, beside the checks).

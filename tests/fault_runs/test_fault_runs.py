@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import (INVALID_LINE, in_measured_phase, judged, lab_lock, loadgen_lock, make, new_run_dir, on_host, read_json,
+from labkit import (INVALID_LINE, in_measured_phase, invalid_said, judged, lab_lock, loadgen_lock, make, new_run_dir, on_host, read_json,
                     run_dirs, tail)
 
 
@@ -60,7 +60,7 @@ def test_the_app_killed_mid_run_is_invalid_and_its_restart_is_named() -> None:
     run, output, code = _run_with_fault("app[0]", "systemctl kill -s KILL perflab-app", "true",
                                         "APP=quarkus", "SCENARIO=greeting")
     audit, rules = read_json(run / "audit.json"), _rules(run)
-    assert audit["status"] == "INVALID" and code == 2 and INVALID_LINE in output, (audit, tail(output))
+    assert audit["status"] == "INVALID" and code == 2 and invalid_said(output) == run.name, (audit, tail(output))
     restarted = rules["app_not_restarted"]
     assert restarted["status"] == "INVALID" and "the app restarted" in restarted["evidence"], restarted
     sentence = read_json(run / "attribution.json")["sentence"]
