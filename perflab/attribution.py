@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
-from perflab.audit import Threshold, app_restart, cpu_split, db_outage, dropped_share, error_kinds, host_cpu, service_name
+from perflab.audit import (DbStretch, Threshold, app_restart, cpu_split, db_outage, dropped_share, error_kinds, host_cpu,
+                           service_name, starved_by_others, stretch_words)
 from perflab.observations import Observations, Saturation, TierCpu
 from perflab.observe import TierSeries, Utilization
 from perflab.model import SCHEMA_VERSION, RunResult, dumps, percentile_key
@@ -261,6 +262,7 @@ class Stretch:
     seconds: float
     busy_fraction: float  # the tier's busy cores over its allotted ones, on average over the stretch
     service_cores: float | None  # its own service's cores over it; None: not observed
+    scrapes: tuple[float, float] = (0.0, 0.0)  # its first and last scrape's times (unix seconds)
 
 
 def saturated_stretch(series: TierSeries, start: float, end: float, step_s: float, threshold: float,
@@ -283,7 +285,7 @@ def saturated_stretch(series: TierSeries, start: float, end: float, step_s: floa
     service = [cores for at, cores in series.service_cores if first <= at <= last]
     return Stretch(from_s=max(0.0, first - step_s - start), seconds=min(len(best) * step_s, end - start),
                    busy_fraction=sum(c for _, c in best) / len(best) / series.allotted_cores,
-                   service_cores=sum(service) / len(service) if service else None)
+                   service_cores=sum(service) / len(service) if service else None, scrapes=(first, last))
 
 
 def stretches(utilization: Utilization | None, t: AttributionThresholds = THRESHOLDS) -> dict[str, Stretch]:
@@ -301,6 +303,21 @@ def stretches(utilization: Utilization | None, t: AttributionThresholds = THRESH
         if stretch is not None and stretch.seconds >= t.stretch_share.value * window_s:
             found[tier] = stretch
     return found
+
+
+def db_stretch(utilization: Utilization | None, t: AttributionThresholds = THRESHOLDS) -> DbStretch | None:
+    """The DB host's saturated stretch (stretches) with the app's CPU over the same scrapes, for the audit's
+    app_is_bottleneck; None where the DB host had none or the series are missing."""
+    stretch = stretches(utilization, t).get("db")
+    if utilization is None or stretch is None:
+        return None
+    first, last = stretch.scrapes
+    app = utilization.tiers.get("app")
+    app_cores = [cores for at, cores in app.busy_cores if first <= at <= last] if app is not None else []
+    return DbStretch(from_s=stretch.from_s, seconds=stretch.seconds, busy_fraction=stretch.busy_fraction,
+                     allotted_cores=utilization.tiers["db"].allotted_cores, service_cores=stretch.service_cores,
+                     app_busy_fraction=(sum(app_cores) / len(app_cores) / app.allotted_cores
+                                        if app is not None and app_cores else None))
 
 
 def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = THRESHOLDS,
@@ -391,24 +408,15 @@ def stretch_starved(f: TierFigures, limit: Threshold) -> bool:
     by other processes" when the JVM itself had filled the core to the threshold.)"""
     if f.stretch_service_cores is None or f.allotted_cores is None:
         return False
-    others = (f.stretch_busy_fraction or 0) * f.allotted_cores - f.stretch_service_cores
-    return (f.stretch_service_cores / f.allotted_cores <= limit.value
-            and others / f.allotted_cores >= 1 - limit.value)
+    return starved_by_others(f.stretch_service_cores, (f.stretch_busy_fraction or 0) * f.allotted_cores,
+                             f.allotted_cores, limit.value)
 
 
 def stretch_text(f: TierFigures, name: str, limit: Threshold) -> str:
     """The tier's saturated stretch as the sentences say it, its service's share with it."""
-    average = f"; {f.cpu_busy_fraction:.0%} over the whole window" if f.cpu_busy_fraction is not None else ""
-    where = (f"its CPU over {limit.value:.0%} from {f.stretch_from_s or 0:.0f} s for {f.stretch_s or 0:.0f} s of the "
-             f"window ({f.stretch_busy_fraction or 0:.0%} busy there{average})")
-    if f.stretch_service_cores is None or f.allotted_cores is None:
-        return f"{where}, by every process of the host ({name}'s own share not observed)"
-    busy = (f.stretch_busy_fraction or 0) * f.allotted_cores
-    if stretch_starved(f, limit):
-        return (f"{where}, of which {name} used {f.stretch_service_cores:.2f} of {f.allotted_cores:g} cores and other "
-                f"processes of its host {max(0.0, busy - f.stretch_service_cores):.2f}: starved by other processes "
-                f"than {name}")
-    return f"{where}, {name} itself {f.stretch_service_cores:.2f} of {f.allotted_cores:g} cores"
+    return stretch_words(name, limit.value, f.stretch_from_s or 0, f.stretch_s or 0, f.stretch_busy_fraction or 0,
+                         f.allotted_cores or 1, f.stretch_service_cores if f.allotted_cores is not None else None,
+                         f.cpu_busy_fraction)[0]
 
 
 def threads_exhausted(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> bool:

@@ -323,7 +323,7 @@ def host_cpu(tier: str, cpu: TierCpu, obs: Observations, threshold: float) -> tu
         return figure, True
     own, other = split
     name = service_name(tier, obs)
-    if own / cpu.allotted_cores > threshold or other / cpu.allotted_cores < 1 - threshold:
+    if not starved_by_others(own, cpu.busy_cores, cpu.allotted_cores, threshold):
         return f"{figure}, {name} itself {own:.2f} of them", True
     return (f"{figure}, of which {name} used {own:.2f} and other processes of its host {other:.2f}: starved by "
             f"other processes than {name}"), False
@@ -473,6 +473,67 @@ def loadgen_cpu(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     )
     status = Status.INVALID if cpu.busy_fraction > t.max_loadgen_cpu_busy.value else Status.VALID
     return _result(name, status, evidence)
+
+
+@dataclass(frozen=True)
+class DbStretch:
+    """The DB host's longest stretch of the window over its CPU threshold, a fifth of the window or more
+    (attribution.db_stretch, from utilization.json's series), and the app's CPU over the same scrapes: what
+    app_is_bottleneck judges where the window's averages hide it (issue 24)."""
+
+    from_s: float  # after the window's start
+    seconds: float
+    busy_fraction: float  # the DB host's busy cores over its allotted ones, on average over the stretch
+    allotted_cores: float
+    service_cores: float | None  # the DB's own service's cores over it; None: not observed
+    app_busy_fraction: float | None  # the app's busy cores over its allotted ones over it; None: not observed
+
+
+def starved_by_others(service_cores: float, busy_cores: float, allotted_cores: float, threshold: float) -> bool:
+    """Whether a host's busy cores were other processes' doing: its service stayed within THRESHOLD of its
+    cores and the other processes took at least the headroom above it (host_cpu's and the stretches' test)."""
+    return service_cores / allotted_cores <= threshold and (busy_cores - service_cores) / allotted_cores >= 1 - threshold
+
+
+def stretch_words(name: str, threshold: float, from_s: float, seconds: float, busy_fraction: float,
+                  allotted_cores: float, service_cores: float | None, average: float | None = None) -> tuple[str, bool]:
+    """A tier's stretch of the window over its CPU THRESHOLD as the audit and the attribution both say it
+    (NAME its service), and whether its service filled it (False: starved by other processes)."""
+    whole = f"; {average:.0%} over the whole window" if average is not None else ""
+    where = (f"its CPU over {threshold:.0%} from {from_s:.0f} s for {seconds:.0f} s of the window ({busy_fraction:.0%} "
+             f"busy there{whole})")
+    if service_cores is None:
+        return f"{where}, by every process of the host ({name}'s own share not observed)", True
+    busy = busy_fraction * allotted_cores
+    if starved_by_others(service_cores, busy, allotted_cores, threshold):
+        return (f"{where}, of which {name} used {service_cores:.2f} of {allotted_cores:g} cores and other processes "
+                f"of its host {max(0.0, busy - service_cores):.2f}: starved by other processes than {name}"), False
+    return f"{where}, {name} itself {service_cores:.2f} of {allotted_cores:g} cores", True
+
+
+def app_is_bottleneck_in_stretch(judged: RuleResult, stretch: DbStretch, obs: Observations,
+                                 t: Thresholds) -> RuleResult:
+    """app_is_bottleneck where the window's averages passed it but the DB host was over its CPU threshold for
+    a stretch of the window: INVALID where the app was well below its cores over that stretch (the DB, or
+    whatever starved its host, limited that part of the run), else VALID with the stretch in its evidence.
+    A lab run: 16 busy loops on the db host from a third of the window read "was not saturated" on the
+    window's average while the attribution named the db host for its stretch."""
+    if judged.status is not Status.VALID:
+        return judged
+    db = obs.db_name or "the database"
+    text, own = stretch_words(service_name("db", obs), t.db_cpu_busy.value, stretch.from_s, stretch.seconds,
+                              stretch.busy_fraction, stretch.allotted_cores, stretch.service_cores,
+                              obs.db_cpu.busy_fraction if obs.db_cpu is not None else None)
+    if stretch.app_busy_fraction is None:
+        return _result(judged.rule, Status.NOT_EVALUATED,
+                       f"not evaluated: {db} had {text}, and the app's CPU over that stretch was not observed")
+    app_text = f"the app used {stretch.app_busy_fraction:.0%} of its cores over it"
+    if stretch.app_busy_fraction < t.app_cpu_well_below.value:
+        limited = f"{db} was the bottleneck there" if own else f"other processes of its host starved {service_name('db', obs)} there"
+        return _result(judged.rule, Status.INVALID,
+                       f"not comparable for a stretch of the window: {db} had {text}; {app_text}, well below, while "
+                       f"{limited}")
+    return _result(judged.rule, Status.VALID, f"{judged.evidence}; on average only: {db} had {text}, and {app_text}")
 
 
 def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
@@ -803,9 +864,15 @@ class Verdict:
         return tuple(r for r in self.rules if r.status in (Status.WARN, Status.INVALID))
 
 
-def audit(run: RunResult, observations: Observations | None = None, thresholds: Thresholds = THRESHOLDS) -> Verdict:
+def audit(run: RunResult, observations: Observations | None = None, thresholds: Thresholds = THRESHOLDS,
+          db_stretch: DbStretch | None = None) -> Verdict:
+    """The run's verdict from its result and observations; DB_STRETCH (attribution.db_stretch, where
+    utilization.json has the series) lets app_is_bottleneck judge a stretch the window's averages hide."""
     obs = observations if observations is not None else Observations()
     results = tuple(rule(run, obs, thresholds) for rule in RULES)
+    if db_stretch is not None:
+        results = tuple(app_is_bottleneck_in_stretch(r, db_stretch, obs, thresholds) if r.rule == "app_is_bottleneck"
+                        else r for r in results)
     evaluated = [r.status for r in results if r.status is not Status.NOT_EVALUATED]
     status = max(evaluated, key=_SEVERITY.__getitem__, default=Status.VALID)
     cost = app_cost(run, obs)

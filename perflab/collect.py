@@ -555,10 +555,11 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
 
     observations = with_warmup_end(observations, run_dir)
     rundir.write_observations(run_dir, observations)
-    verdict = audit.audit(result, observations)
+    utilization = utilization_of(run_dir)
+    verdict = audit.audit(result, observations, db_stretch=attribution.db_stretch(utilization))
     rundir.write_audit(run_dir, verdict)
     app_profile, profile_note = profile_of(run_dir)
-    found = attribution.attribute(result, observations, utilization=utilization_of(run_dir))
+    found = attribution.attribute(result, observations, utilization=utilization)
     if app_profile is not None:
         found = attribution.with_app_layers(found, app_profile.layers)
     rundir.write_attribution(run_dir, found)

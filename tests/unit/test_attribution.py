@@ -5,9 +5,9 @@ from pathlib import Path
 from typing import Any
 
 from perflab import rundir
-from perflab.attribution import THRESHOLDS, attribute, with_app_layers
+from perflab.attribution import THRESHOLDS, attribute, db_stretch, with_app_layers
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
-from perflab.audit import Status, Threshold, app_is_bottleneck, host_cpu
+from perflab.audit import Status, Threshold, app_is_bottleneck, audit, host_cpu
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult, ScenarioRun
 from perflab.observations import Observations, Saturation, TierCpu
 from perflab.observe import TierSeries, Utilization
@@ -606,3 +606,35 @@ def test_an_app_limited_run_with_a_profile_names_its_top_layers_and_keeps_them(t
     assert rundir.read_attribution(tmp_path) == named
     # Another tier's limit, or a run that kept up, is said as it was.
     assert with_app_layers(attribute(run(), CALM), layers) == attribute(run(), CALM)
+
+
+def test_the_audit_judges_the_db_hosts_stretch_as_the_attribution_names_it() -> None:
+    """Issue 24: audit.json and attribution.json never contradict each other about a tier. On the window's
+    average the hogged run's app_is_bottleneck read "MariaDB ... was not saturated" while the attribution
+    named the DB host for its stretch; over that stretch the app was well below its cores."""
+    stretch = db_stretch(hogged_utilization())
+    assert stretch is not None and (stretch.from_s, stretch.seconds, stretch.app_busy_fraction) == (20.0, 20.0, 0.3)
+    averaged = {r.rule: r for r in audit(run(), HOGGED_MIDWAY).rules}["app_is_bottleneck"]
+    assert averaged.status is Status.VALID and "was not saturated" in averaged.evidence  # what the lab saw
+    judged = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=stretch).rules}["app_is_bottleneck"]
+    assert judged.status is Status.INVALID, judged
+    assert judged.evidence == (
+        "not comparable for a stretch of the window: MariaDB 10.11.18 on perflab-db had its CPU over 80% from 20 s "
+        "for 20 s of the window (98% busy there; 62% over the whole window), of which MariaDB 10.11.18 used 0.10 of 1 "
+        "cores and other processes of its host 0.88: starved by other processes than MariaDB 10.11.18; the app used "
+        "30% of its cores over it, well below, while other processes of its host starved MariaDB 10.11.18 there")
+    # An app busy over the stretch was what limited it: VALID, the stretch said.
+    busy_app = dataclasses.replace(hogged_utilization(), tiers={
+        **hogged_utilization().tiers,
+        "app": TierSeries(allotted_cores=1.0, busy_cores=tuple((HOG_START + 5 * k, 0.7) for k in range(9)))})
+    busy = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=db_stretch(busy_app)).rules}["app_is_bottleneck"]
+    assert busy.status is Status.VALID and busy.evidence.endswith("and the app used 70% of its cores over it"), busy
+    # The app's series missing over the stretch: not evaluated, whole.
+    no_app = dataclasses.replace(hogged_utilization(), tiers={"db": hogged_utilization().tiers["db"]})
+    unseen = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=db_stretch(no_app)).rules}["app_is_bottleneck"]
+    assert unseen.status is Status.NOT_EVALUATED, unseen
+    # A calm DB host has no stretch.
+    calm = dataclasses.replace(hogged_utilization(), tiers={
+        **hogged_utilization().tiers, "db": TierSeries(allotted_cores=1.0, busy_cores=tuple(
+            (HOG_START + 5 * k, 0.2) for k in range(9)))})
+    assert db_stretch(calm) is None
