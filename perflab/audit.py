@@ -511,35 +511,34 @@ def stretch_words(name: str, threshold: float, from_s: float, seconds: float, bu
     return f"{where}, {name} itself {service_cores:.2f} of {allotted_cores:g} cores", True
 
 
-def app_is_bottleneck_in_stretch(judged: RuleResult, stretch: DbStretch, obs: Observations,
-                                 t: Thresholds) -> RuleResult:
+def _db_stretch_judged(name: str, app_evidence: str, stretch: DbStretch, obs: Observations,
+                       t: Thresholds) -> RuleResult:
     """app_is_bottleneck where the window's averages passed it but the DB host was over its CPU threshold for
     a stretch of the window: INVALID where the app was well below its cores over that stretch (the DB, or
-    whatever starved its host, limited that part of the run), else VALID with the stretch in its evidence.
-    A lab run: 16 busy loops on the db host from a third of the window read "was not saturated" on the
-    window's average while the attribution named the db host for its stretch."""
-    if judged.status is not Status.VALID:
-        return judged
+    whatever starved its host, limited that part of the run), else VALID saying the stretch. A lab run: 16
+    busy loops on the db host from a third of the window read "was not saturated" on the window's average
+    while the attribution named the db host for its stretch."""
     db = obs.db_name or "the database"
     text, own = stretch_words(service_name("db", obs), t.db_cpu_busy.value, stretch.from_s, stretch.seconds,
                               stretch.busy_fraction, stretch.allotted_cores, stretch.service_cores,
                               obs.db_cpu.busy_fraction if obs.db_cpu is not None else None)
     if stretch.app_busy_fraction is None:
-        return _result(judged.rule, Status.NOT_EVALUATED,
+        return _result(name, Status.NOT_EVALUATED,
                        f"not evaluated: {db} had {text}, and the app's CPU over that stretch was not observed")
     app_text = f"the app used {stretch.app_busy_fraction:.0%} of its cores over it"
     if stretch.app_busy_fraction < t.app_cpu_well_below.value:
         limited = f"{db} was the bottleneck there" if own else f"other processes of its host starved {service_name('db', obs)} there"
-        return _result(judged.rule, Status.INVALID,
+        return _result(name, Status.INVALID,
                        f"not comparable for a stretch of the window: {db} had {text}; {app_text}, well below, while "
                        f"{limited}")
-    return _result(judged.rule, Status.VALID, f"{judged.evidence}; on average only: {db} had {text}, and {app_text}")
+    return _result(name, Status.VALID, f"{app_evidence}; {db} had {text}, and {app_text}, not well below them")
 
 
-def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
+def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds, stretch: DbStretch | None = None) -> RuleResult:
     """App CPU well below its cores while the DB's CPU or disk is busy: INVALID for comparison. An app
     well below its cores beside a DB whose CPU or disk was not seen is NOT_EVALUATED: a DB not seen
-    busy is not a DB seen idle."""
+    busy is not a DB seen idle. STRETCH (the DB host's saturated stretch, where the window's series were
+    kept) is judged where the averages say the DB was not busy."""
     name = "app_is_bottleneck"
     if obs.app_cpu is None or (obs.db_cpu is None and obs.db_disk_busy is None):
         return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} for the app's and the DB's CPU and disk")
@@ -594,6 +593,8 @@ def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds) -> RuleR
         return _result(name, Status.NOT_EVALUATED,
                        f"not evaluated: {app_evidence}, well below its cores, and whether {db} limited it cannot be "
                        f"told: not observed: {'; '.join(unseen)}")
+    if stretch is not None and not (busy or starved):
+        return _db_stretch_judged(name, app_evidence, stretch, obs, t)
     db_state = f"busy: {', '.join(busy + starved)}" if busy or starved else "was not saturated"
     if not (busy or starved) and unseen:
         db_state = f"not observed: {'; '.join(unseen)}; the app was not well below its cores"
@@ -869,10 +870,8 @@ def audit(run: RunResult, observations: Observations | None = None, thresholds: 
     """The run's verdict from its result and observations; DB_STRETCH (attribution.db_stretch, where
     utilization.json has the series) lets app_is_bottleneck judge a stretch the window's averages hide."""
     obs = observations if observations is not None else Observations()
-    results = tuple(rule(run, obs, thresholds) for rule in RULES)
-    if db_stretch is not None:
-        results = tuple(app_is_bottleneck_in_stretch(r, db_stretch, obs, thresholds) if r.rule == "app_is_bottleneck"
-                        else r for r in results)
+    results = tuple(app_is_bottleneck(run, obs, thresholds, db_stretch) if rule is app_is_bottleneck
+                    else rule(run, obs, thresholds) for rule in RULES)
     evaluated = [r.status for r in results if r.status is not Status.NOT_EVALUATED]
     status = max(evaluated, key=_SEVERITY.__getitem__, default=Status.VALID)
     cost = app_cost(run, obs)

@@ -628,7 +628,8 @@ def test_the_audit_judges_the_db_hosts_stretch_as_the_attribution_names_it() -> 
         **hogged_utilization().tiers,
         "app": TierSeries(allotted_cores=1.0, busy_cores=tuple((HOG_START + 5 * k, 0.7) for k in range(9)))})
     busy = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=db_stretch(busy_app)).rules}["app_is_bottleneck"]
-    assert busy.status is Status.VALID and busy.evidence.endswith("and the app used 70% of its cores over it"), busy
+    assert busy.status is Status.VALID and "was not saturated" not in busy.evidence, busy
+    assert busy.evidence.endswith("and the app used 70% of its cores over it, not well below them"), busy
     # The app's series missing over the stretch: not evaluated, whole.
     no_app = dataclasses.replace(hogged_utilization(), tiers={"db": hogged_utilization().tiers["db"]})
     unseen = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=db_stretch(no_app)).rules}["app_is_bottleneck"]
