@@ -1,9 +1,10 @@
-"""Database: queries by command, connections, InnoDB buffer pool, row operations, disk I/O.
+"""Database: queries by command, connections, buffer pool, row operations, commits, disk I/O.
 
-mysqld_exporter (job `mysqld`) or postgres_exporter (job `postgres`) for the server's counters: the
-statements by command, the sessions and the CPU show either engine (perflab/tiers.py's selectors match
-both); the InnoDB and row panels are MariaDB/MySQL's and stay empty on PostgreSQL. node_exporter (job
-`node`, tier `db`) for the db host's disks, process-exporter via perflab/tiers.py for its CPU.
+mysqld_exporter (job `mysqld`) or postgres_exporter (job `postgres`) for the server's counters. Every
+panel shows either engine (perflab/tiers.py's selectors match both; a query is MariaDB/MySQL's `or`
+PostgreSQL's pg_stat_database and pg_settings) but the InnoDB buffer pool's data and dirty pages, which
+PostgreSQL's exporter does not export (its shared buffers' size shows). node_exporter (job `node`, tier
+`db`) for the db host's disks, process-exporter via perflab/tiers.py for its CPU.
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ MYSQLD = 'job="mysqld"'
 POSTGRES = 'job="postgres"'
 # Block devices of the db host that hold data (zram swap, loop and ram disks do not).
 DB_DISKS = 'job="node", tier="db", device!~"zram.*|loop.*|ram.*"'
+
+
+def pg_rate(column: str) -> str:
+    """PostgreSQL's pg_stat_database COLUMN per second, summed over the server's databases."""
+    return f"sum(rate(pg_stat_database_{column}{{{POSTGRES}}}[{WINDOW}]))"
+
+
+def pg_as(column: str, label: str, value: str) -> str:
+    """pg_rate(COLUMN) with LABEL=VALUE, beside MariaDB/MySQL's series of that label."""
+    return f'label_replace({pg_rate(column)}, "{label}", "{value}", "", "")'
 
 
 def which_commands_run() -> Panel:
@@ -53,33 +64,41 @@ def how_many_connections() -> Panel:
 
 def how_full_is_the_buffer_pool() -> Panel:
     return timeseries(
-        "InnoDB buffer pool: data and dirty pages",
-        "Bytes of data in the buffer pool, the dirty part not yet written, and the pool's size.",
+        "Buffer pool: data and dirty pages, its size",
+        "InnoDB: bytes of data in the buffer pool, the dirty part not yet written, and the pool's size. "
+        "PostgreSQL: the size of its shared buffers (its exporter does not say how full they are).",
         units.BytesIEC,
         queries((f"sum(mysql_global_status_innodb_buffer_pool_bytes_data{{{MYSQLD}}})", "data"),
                 (f"sum(mysql_global_status_innodb_buffer_pool_bytes_dirty{{{MYSQLD}}})", "dirty"),
-                (f"sum(mysql_global_variables_innodb_buffer_pool_size{{{MYSQLD}}})", "pool size")), width=6)
+                (f"sum(mysql_global_variables_innodb_buffer_pool_size{{{MYSQLD}}}) "
+                 f"or sum(pg_settings_shared_buffers_bytes{{{POSTGRES}}})", "pool size")), width=6)
 
 
 def how_often_do_reads_miss_the_buffer_pool() -> Panel:
     return timeseries(
-        "InnoDB buffer pool: reads from disk",
-        "Share of logical page reads the buffer pool could not serve (Innodb_buffer_pool_reads / "
-        "_read_requests): above a few percent the working set does not fit.",
+        "Buffer pool: reads it missed",
+        "Share of page reads the buffer pool could not serve: InnoDB's Innodb_buffer_pool_reads / "
+        "_read_requests, PostgreSQL's blks_read / (blks_read + blks_hit), whose misses the OS's page cache may "
+        "still serve. Above a few percent the working set does not fit.",
         units.PercentUnit,
         [query(f"sum(rate(mysql_global_status_innodb_buffer_pool_reads{{{MYSQLD}}}[{WINDOW}])) / "
-               f"sum(rate(mysql_global_status_innodb_buffer_pool_read_requests{{{MYSQLD}}}[{WINDOW}]))",
+               f"sum(rate(mysql_global_status_innodb_buffer_pool_read_requests{{{MYSQLD}}}[{WINDOW}])) "
+               f"or {pg_rate('blks_read')} / ({pg_rate('blks_read')} + {pg_rate('blks_hit')})",
                "miss ratio")], width=6)
 
 
 def how_many_rows_are_touched() -> Panel:
     return timeseries(
         "Row operations per second",
-        "Row-level handler calls per second: rows written, updated, deleted, and read by key, by "
-        "position or by scan (read_rnd_next: full scans).",
+        "Rows per second. MariaDB/MySQL's row-level handler calls: rows written, updated, deleted, and read "
+        "by key, by position or by scan (read_rnd_next: full scans). PostgreSQL's pg_stat_database: rows "
+        "inserted, updated, deleted, fetched (by index scans) and returned (by scans).",
         units.OpsPerSecond,
         [query(f'sum by (handler) (rate(mysql_global_status_handlers_total{{{MYSQLD}, '
-               f'handler=~"write|update|delete|read_.*"}}[{WINDOW}])) > 0', "{{handler}}")], stacked=True)
+               f'handler=~"write|update|delete|read_.*"}}[{WINDOW}])) > 0 or ('
+               + " or ".join(pg_as(f"tup_{rows}", "handler", rows)
+                             for rows in ("inserted", "updated", "deleted", "fetched", "returned"))
+               + ") > 0", "{{handler}}")], stacked=True)
 
 
 def how_much_does_the_db_disk_move() -> Panel:
@@ -102,18 +121,20 @@ def how_busy_is_the_db_disk() -> Panel:
         width=8)
 
 
-def how_often_does_innodb_sync() -> Panel:
+def how_often_does_the_db_sync() -> Panel:
     return timeseries(
-        "InnoDB fsyncs per second",
-        "fsync() calls InnoDB made per second (redo log and data files): each commit of a write "
-        "transaction costs at least one with innodb_flush_log_at_trx_commit = 1.",
+        "Fsyncs and commits per second",
+        "InnoDB: fsync() calls per second (redo log and data files); each commit of a write transaction costs "
+        "at least one with innodb_flush_log_at_trx_commit = 1. PostgreSQL: transactions committed per second "
+        "(pg_stat_database's xact_commit); each that wrote flushes the WAL with synchronous_commit on.",
         units.OpsPerSecond,
-        [query(f"sum(rate(mysql_global_status_innodb_data_fsyncs{{{MYSQLD}}}[{WINDOW}]))", "fsyncs")], width=8)
+        [query(f'label_replace(sum(rate(mysql_global_status_innodb_data_fsyncs{{{MYSQLD}}}[{WINDOW}])), "what", '
+               f'"fsyncs", "", "") or {pg_as("xact_commit", "what", "commits")}', "{{what}}")], width=8)
 
 
 def database_dashboard() -> dashboard_model.Dashboard:
     board = new_dashboard(UID, "perflab: database",
-                          "The database: statements, connections, InnoDB buffer pool, row operations, disk I/O.")
+                          "The database: statements, connections, buffer pool, row operations, commits, disk I/O.")
     board = (board.with_row(dashboard_builder.Row("Work"))
              .with_panel(which_commands_run()).with_panel(how_many_rows_are_touched())
              .with_row(dashboard_builder.Row("Capacity"))
@@ -121,5 +142,5 @@ def database_dashboard() -> dashboard_model.Dashboard:
              .with_panel(how_full_is_the_buffer_pool()).with_panel(how_often_do_reads_miss_the_buffer_pool())
              .with_row(dashboard_builder.Row("Disk"))
              .with_panel(how_much_does_the_db_disk_move()).with_panel(how_busy_is_the_db_disk())
-             .with_panel(how_often_does_innodb_sync()))
+             .with_panel(how_often_does_the_db_sync()))
     return number_panels(board.build())
