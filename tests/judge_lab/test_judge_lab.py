@@ -25,6 +25,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,6 +153,16 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     assert app["allotted_cores"] >= 1 and max(v for _, v in app["busy_cores"]) > 0.05
 
 
+def longest_over(series: dict[str, Any], threshold: float) -> int:
+    """The most consecutive scrapes of a tier's utilization.json series at which its busy cores were over THRESHOLD
+    of its allotted ones (counted here, not by the attribution under test)."""
+    longest = current = 0
+    for _, cores in series["busy_cores"]:
+        current = current + 1 if cores / series["allotted_cores"] > threshold else 0
+        longest = max(longest, current)
+    return longest
+
+
 def test_a_cpu_hog_on_the_db_host_from_a_third_of_the_window_is_named_for_its_stretch_and_not_as_the_db(
         hogged_run: Path) -> None:
     """The DB host named saturated for the stretch the hog ran, from about a third of the window, and the
@@ -172,6 +183,16 @@ def test_a_cpu_hog_on_the_db_host_from_a_third_of_the_window_is_named_for_its_st
     utilization = read_json(hogged_run / "utilization.json")
     step_s, window_s = utilization["step_s"], utilization["end"] - utilization["start"]
     rate_window_s = max(15.0, 3 * step_s)
+    if longest_over(utilization["tiers"]["db"], cpu_limit("db", ATTRIBUTION).value) * step_s < window_s / 5:
+        # The hog never filled its host's core for a fifth of the window: the machine's other processes took it.
+        # A CI simulation, beside the SSH lab's share: the db container got 0.55 of its core with 16 busy loops in
+        # it, its CPUs 100% busy with every process of the machine, and the attribution "not attributed: ... both
+        # the app's CPUs (100%) and the DB's (100%) were busy with other processes of the machine". No stretch is
+        # there to find: the DB's busy CPUs are named, never MariaDB's own.
+        assert "DB's (" in sentence or "db (its CPU" in sentence or "starved by other processes" in sentence, sentence
+        assert "MariaDB" not in sentence or "than MariaDB" in sentence, sentence
+        assert db["stretch_from_s"] is None, db
+        return
     assert db["stretch_from_s"] is not None, db
     assert HOG_FROM_S - step_s - 1 <= db["stretch_from_s"] <= HOG_FROM_S + rate_window_s, db
     assert db["stretch_s"] >= window_s / 5, db
