@@ -165,6 +165,16 @@ local function drawer(index, variable)
    local pattern, span, base, pieces = variable.pattern, variable.span, variable.base, variable.pieces
    local whole = #pieces == 1 and type(pieces[1]) == "table"
    local runs, shape_format = variable.runs, variable.shape_format
+   -- The key's next value: this thread's next slot of the phase's span.
+   local function next_value()
+      local offset = key_uses[index] * slots + id
+      -- Past the phase's span the key would be the next phase's: stop rather than repeat one.
+      if offset >= span then
+         error("perflab: key ${" .. variable.name .. "} ran out of the " .. span .. " fresh keys of a phase: raise its digits")
+      end
+      key_uses[index] = key_uses[index] + 1
+      return base + offset
+   end
    if #runs == 2 and not whole then
       -- A key of two runs of digits ("#####-####", a ZIP+4): one string.format a request, where cutting the
       -- digits and joining the pieces cost wrk2 a fifth more CPU per request than the per-scenario scripts
@@ -172,24 +182,13 @@ local function drawer(index, variable)
       local first_below, first_span, second_below, second_span = runs[1][1], runs[1][2], runs[2][1], runs[2][2]
       local floor = math.floor
       return function()
-         local offset = key_uses[index] * slots + id
-         if offset >= span then
-            error("perflab: key ${" .. variable.name .. "} ran out of the " .. span .. " fresh keys of a phase: raise its digits")
-         end
-         local value = base + offset
-         key_uses[index] = key_uses[index] + 1
+         local value = next_value()
          current[index] = format(shape_format, floor(value / first_below) % first_span,
             floor(value / second_below) % second_span)
       end
    end
    return function()
-      local offset = key_uses[index] * slots + id
-      -- Past the phase's span the key would be the next phase's: stop rather than repeat one.
-      if offset >= span then
-         error("perflab: key ${" .. variable.name .. "} ran out of the " .. span .. " fresh keys of a phase: raise its digits")
-      end
-      local digits = format(pattern, base + offset)
-      key_uses[index] = key_uses[index] + 1
+      local digits = format(pattern, next_value())
       if whole then
          current[index] = digits
          return
