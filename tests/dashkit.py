@@ -6,6 +6,7 @@ measured window (context.json)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 from labkit import ROOT, read_json
 from perflab.prometheus import Prometheus
 
+# The lab's Prometheus: PERFLAB_PROMETHEUS_URL, by default the local lab's published port.
+PROMETHEUS = os.environ.get("PERFLAB_PROMETHEUS_URL", "http://127.0.0.1:9090")
 DASHBOARD_FILES = sorted((ROOT / "dashboards").glob("*.json"))
 SCRAPE_INTERVAL_S = 5
 # What Grafana gives $__rate_interval with a 5 s scrape interval and a 5 s step: 4 scrapes.

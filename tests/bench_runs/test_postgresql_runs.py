@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from bench_helpers import RESULTS, ROOT, read_json, run_dirs, run_make, tail
-from dashkit import RunWindow, panel_queries
+from dashkit import PROMETHEUS, RunWindow, panel_queries
 from labkit import changed_counts, make, on_host
 from runkit import compare
 
@@ -37,9 +37,6 @@ def postgresql_lab() -> Iterator[None]:
         assert back.returncode == 0, tail(back.stdout, 60)
         assert (active("mariadb"), active("postgresql@15-main")) == ("active", "inactive")
         assert changed_counts(back.stdout), tail(back.stdout, 20)
-
-
-PROMETHEUS = "http://127.0.0.1:9090"
 
 
 def mariadb_alone(expr: str) -> bool:

@@ -10,17 +10,15 @@ PERFLAB_PROMETHEUS_URL names the lab's Prometheus (default http://127.0.0.1:9090
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from dashkit import DASHBOARD_FILES, SCRAPE_INTERVAL_S, RunWindow, panel_queries, reads_vegeta_alone
+from dashkit import DASHBOARD_FILES, PROMETHEUS, SCRAPE_INTERVAL_S, RunWindow, panel_queries, reads_vegeta_alone
 from labkit import ROOT, judged, make, new_run_dir, read_json, run_dirs, tail
 from perflab.prometheus import Prometheus
 
-PROMETHEUS = os.environ.get("PERFLAB_PROMETHEUS_URL", "http://127.0.0.1:9090")
 
 
 # A scenario whose vegeta exporter is on (scenarios/*.yml's vegeta_exporter), for the queries of it alone.

@@ -80,8 +80,8 @@ def busy_thread_cpu_s(pid: int) -> float:
     return max(used)
 
 
-def while_it_burns(pid: int, cpu_s: float, timeout_s: float = 90) -> float:
-    """Waits until the busy thread has used cpu_s more seconds of CPU, and 2 s at least; returns what it used. A
+def while_it_burns(pid: int, cpu_s: float, timeout_s: float = 90) -> None:
+    """Waits until the busy thread has used cpu_s more seconds of CPU, and 2 s at least. A
     profile's samples follow the CPU the thread got, not the time on the clock, nor the JVM's whole CPU: on CI's
     machine, busy with the labs and the other checks, 2 s of waiting gave the busy JVM 0.17 s of CPU (17 samples
     of burnCpu where 20 were asked), and a wait for 1 s of the JVM's CPU still gave 19."""
@@ -90,7 +90,6 @@ def while_it_burns(pid: int, cpu_s: float, timeout_s: float = 90) -> float:
         assert time.monotonic() - begun < timeout_s, \
             f"the busy thread used {busy_thread_cpu_s(pid) - used:.2f} s of CPU in {timeout_s} s"
         time.sleep(0.1)
-    return busy_thread_cpu_s(pid) - used
 
 
 def load_script() -> ModuleType:
