@@ -1,7 +1,8 @@
 """A run that fails mid-way is marked incomplete, closes its run window and never leaves a netem
 delay on the db host. The failure: a measured phase that overruns its time limit
 (bench_phase_grace_s < 0), a real failure path of the bench with no test hook in it. And an app
-that breaks the contract is refused by the verify phase before any load. A run interrupted with
+that breaks the contract is refused by the verify phase before any load, and one whose JVM does not start
+fails its deploy with its own error. A run interrupted with
 Ctrl-C in its measured phase leaves its generator running: the next run stops it first, says so,
 and measures alone. A host gone is named before a run opens. (Faults in the measured phase, and the
 results directory full: tests/fault_runs, which make test runs on the SSH lab.)"""
@@ -95,6 +96,25 @@ def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_
     assert "Warm up (not measured)" not in done.stdout and "Start the phase on the agreed instant" not in done.stdout, \
         tail(done.stdout)
     assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]
+
+
+def test_an_app_whose_jvm_does_not_start_is_its_own_error_and_no_load(tmp_path: Path) -> None:
+    """The bench launches the JVM's start and readies the DB and the load generator meanwhile: a JVM that
+    exits at once fails the deploy step, its reason this start's own journal lines, not an earlier run's
+    (which, 30 lines of them, had pushed the error out of the reason's 2,000 characters)."""
+    bad = tmp_path / "bad-jvm-option.json"
+    bad.write_text(json.dumps({"app_jvm_opts": ["-XX:+PerflabNoSuchOption"]}))
+    before = run_dirs()
+    done = run_make("bench", "APP=quarkus", "SCENARIO=zipcodes", "RATE=50", "DURATION=10s", "WARMUP=0s",
+                    f"ANSIBLE_ARGS=-e @{bad}")
+    assert done.returncode != 0, tail(done.stdout)
+    status = read_json(new_run_dir(before) / "status.json")
+    assert (status["status"], status["failed_step"]) == ("incomplete", "deploying the app"), status
+    assert "the app exited with status 1" in status["reason"], status
+    assert "Unrecognized VM option 'PerflabNoSuchOption'" in status["reason"], status
+    assert "Shutdown thread" not in status["reason"], "an earlier JVM's lines: " + status["reason"]
+    assert "Start the phase on the agreed instant" not in done.stdout, tail(done.stdout)
+    assert lab_lock() is None, "the lab's run lock is released once the failure is recorded"
 
 
 def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> None:

@@ -50,7 +50,10 @@ else:
     for name in names:
         print(f"{name}={state['props'].get(name, '')}")
 """
-FAKE_JOURNALCTL = "print('Starting the app\\njava.lang.IllegalStateException: PERFLAB_DB_PASSWORD is not set')\n"
+# Without --since, the lines of an earlier run come first (the journal keeps every start's).
+FAKE_JOURNALCTL = ("import sys\n"
+                   "if '--since' not in sys.argv: print('Started an earlier run of the app')\n"
+                   "print('Starting the app\\njava.lang.IllegalStateException: PERFLAB_DB_PASSWORD is not set')\n")
 
 
 class Answer(http.server.BaseHTTPRequestHandler):
