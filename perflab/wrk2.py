@@ -69,6 +69,26 @@ _BYTES_PER_UNIT = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024*
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 
 
+# wrk2 records nothing in the first CALIBRATE_DELAY_MS + 5 ms per connection of a thread of an invocation
+# (src/wrk.c): the one statement of that window, read by the loadgen role (plugins/filter/perflab_wrk2.py,
+# which hands it to the done() hook as PERFLAB_WRK2_CALIBRATION_MS) and by the tests.
+WRK2_CALIBRATE_DELAY_MS = 10_000
+WRK2_CALIBRATE_MS_PER_CONNECTION = 5
+
+
+def calibration_ms(connections: int, threads: int) -> int:
+    """The milliseconds at the start of a wrk2 invocation that it runs its schedule without recording:
+    10 s and 5 ms for each connection of a thread (wrk.c: thread->connections = connections / threads)."""
+    if threads <= 0 or connections < threads:
+        raise ValueError(f"wrk2 needs at least one connection per thread, not {connections} for {threads}")
+    return WRK2_CALIBRATE_DELAY_MS + WRK2_CALIBRATE_MS_PER_CONNECTION * (connections // threads)
+
+
+def calibration_s(connections: int, threads: int) -> int:
+    """calibration_ms in whole seconds, rounded up: what a measured invocation's -d adds to its duration."""
+    return -(-calibration_ms(connections, threads) // 1000)
+
+
 def to_ms(text: str) -> float:
     """"401.82us" -> 0.40182, "9.32s" -> 9320.0: a wrk duration in milliseconds."""
     match = re.fullmatch(rf"({_NUMBER})(us|ms|s|m|h)", text.strip())
@@ -441,7 +461,7 @@ class PercentileTable:
     requests: int  # every completed request, calibration included
     bytes: int
     recorded: int  # requests in the corrected histogram: those after the calibration period
-    calibration_ms: int  # 10000 + 5 x connections per thread (wrk.c, CALIBRATE_DELAY_MS)
+    calibration_ms: int  # calibration_ms(connections, threads), as the done() hook was handed it
     threads: int
     connections: int
     errors: TableErrors

@@ -10,6 +10,7 @@ import re
 import yaml
 
 from labkit import RESULTS, ROOT, make, read_json, run_dirs, tail
+from perflab import wrk2
 
 # These runs prove that every app serves every workload without an error at the offered rate. A cold
 # JVM on a busy 2-core machine fell to 94% of it once (p90 2.2 s while Hibernate Reactive and the JIT
@@ -42,7 +43,7 @@ def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int
         assert (f"from archive sha256 {PINNED_WRK2_SHA256} (verified on this host)"
                 in result["versions"]["load_generator"]), result["versions"]
     # wrk2 ran its calibration on top of DURATION, so the window it recorded is the measured phase.
-    calibration_ms = 10000 + 5 * (result["scenario"]["connections"] // result["scenario"]["threads"])
+    calibration_ms = wrk2.calibration_ms(result["scenario"]["connections"], result["scenario"]["threads"])
     assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)
     assert result["scenario"]["parameters"]["recorded_window"].endswith(result["ended_at"])
     assert result["requests"] >= rate * int(duration.rstrip("s")) * 0.9, (app, result["requests"])

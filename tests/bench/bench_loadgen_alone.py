@@ -72,9 +72,6 @@ BUDGET = 0.80  # the audit's loadgen_cpu threshold (perflab thresholds)
 INFLIGHT_SLOS = int(DEFAULTS["loadgen_vegeta_inflight_slos"])
 MIN_ACHIEVED = 0.95  # the audit's achieved_rate threshold
 EXPORTER_PORT = 18880
-# wrk2 records nothing in its first 10 s + 5 ms x connections per thread: the invocation runs that
-# much longer than the seconds measured (as the lab's measured phase does).
-CALIBRATION_S = 11
 
 
 @dataclass(frozen=True)
@@ -207,9 +204,13 @@ def run_wrk2(binary: Path, url: str, rate: int, seconds: int, core: int, file: P
         shutil.copy(PERFLAB_LUA, Path(work) / PERFLAB_LUA.name)
         data = compiled(file, "--wrk2", Path(work) / "scenario-compiled.lua")
         env = {"WRK_THREADS": str(threads), "WRK_CONNECTIONS": str(conns), "PERFLAB_PERCENTILES": str(table_path),
+               "PERFLAB_WRK2_CALIBRATION_MS": str(wrk2.calibration_ms(conns, threads)),
                "PERFLAB_SCENARIO_DATA": str(data), "KEY_PHASE": "1", **script_env}
+        # wrk2 records nothing in its calibration: the invocation runs that much longer than the seconds
+        # measured (as the lab's measured phase does).
         cpu, wall, text = measured(
-            [str(binary), "-t", str(threads), "-c", str(conns), "-d", f"{seconds + CALIBRATION_S}s", "-R", str(rate),
+            [str(binary), "-t", str(threads), "-c", str(conns), "-d", f"{seconds + wrk2.calibration_s(conns, threads)}s",
+             "-R", str(rate),
              "--latency", "-s", str(player), url], env, core)
         output = wrk2.parse(text)
         table = wrk2.check_table(output, wrk2.parse_percentiles(table_path.read_text(encoding="utf-8")))

@@ -4,7 +4,11 @@ tables of two more real runs, and merging tables of several hosts."""
 import dataclasses
 import json
 import math
+import os
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -245,6 +249,7 @@ def test_truncated_uncorrected_block_is_an_error() -> None:
 
 # The percentile table the bench's wrk2 done() hook writes (fixtures/wrk2/README.md).
 
+WRK2_LUA_DIR = Path(__file__).resolve().parents[2] / "roles" / "loadgen" / "files" / "wrk2"
 STEADY_TABLE = "wrk2-steady-1000rps"
 SLOW_TABLE = "wrk2-slow-20ms-200rps"
 
@@ -577,3 +582,49 @@ def test_one_host_gives_exactly_the_single_run_result() -> None:
     alone = wrk2.hosts_run_result([(text, table)], target_rate=1000)
     assert alone == wrk2.to_run_result(text, target_rate=1000, table=table)
     assert alone.to_json() == wrk2.to_run_result(text, target_rate=1000, table=table).to_json()
+
+
+def test_the_calibration_window_is_stated_once_and_matches_what_wrk2_recorded() -> None:
+    """perflab/wrk2.py's calibration_ms is the one statement the role, its done() hook and the tests read
+    (issue 27): for the recorded runs, the window their tables hold, and for the lab's 71 s invocation the
+    11 s it ran on top of its 60 s (its table: 2 threads, 10 connections; wrk2 itself counted what it recorded
+    after it, which the steady run's text agrees with)."""
+    for run in [*WRK2_TABLE_RUNS, "wrk2-lab-71s-invocation"]:
+        table = _table(run)
+        assert wrk2.calibration_ms(table.connections, table.threads) == table.calibration_ms, run
+    assert (wrk2.calibration_ms(10, 2), wrk2.calibration_s(10, 2)) == (10025, 11)
+    assert (wrk2.calibration_ms(1000, 2), wrk2.calibration_s(1000, 2)) == (12500, 13)
+    assert wrk2.calibration_s(400, 2) == 11  # exactly 11 000 ms: no second more
+    with pytest.raises(ValueError, match="at least one connection per thread"):
+        wrk2.calibration_ms(1, 2)
+
+
+def test_the_lua_hook_writes_the_roles_calibration_and_invents_none(tmp_path: Path) -> None:
+    """roles/loadgen/files/wrk2/perflab.lua's done() hook writes the calibration the role hands it
+    (PERFLAB_WRK2_CALIBRATION_MS), not a second copy of the formula; without it, a table the parser refuses."""
+    luajit = shutil.which("luajit")
+    if luajit is None:
+        pytest.skip("luajit is not installed (make test-unit installs it)")
+    hook = tmp_path / "hook.lua"
+    hook.write_text(f"""
+package.path = "{WRK2_LUA_DIR}/?.lua;" .. package.path
+local perflab = require("perflab")
+-- wrk2's latency is userdata (# is its count, as Lua 5.1 gives __len to userdata alone).
+local latency = newproxy(true)
+local fields = {{min = 100, max = 1000, mean = 500, stdev = 10,
+  percentile = function(_, p) return math.max(100, math.floor(p * 10)) end}}
+getmetatable(latency).__len = function() return 4 end
+getmetatable(latency).__index = fields
+perflab.write_percentiles({{duration = 21000000, requests = 10, bytes = 100,
+  errors = {{connect = 0, read = 0, write = 0, status = 0, timeout = 0}}}}, latency)
+""")
+    table = tmp_path / "table.json"
+    base = {"PATH": os.environ["PATH"], "PERFLAB_PERCENTILES": str(table), "WRK_THREADS": "2", "WRK_CONNECTIONS": "50"}
+    done = subprocess.run([luajit, str(hook)], env={**base, "PERFLAB_WRK2_CALIBRATION_MS": "10125"},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(table.read_text())["calibration_ms"] == 10125
+    done = subprocess.run([luajit, str(hook)], env=base, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "PERFLAB_WRK2_CALIBRATION_MS is not set" in done.stderr, done.stderr
+    with pytest.raises(ParseError, match="calibration_ms should be a whole number >= 0, found -1"):
+        wrk2.parse_percentiles(table.read_text())
