@@ -9,8 +9,10 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -246,25 +248,32 @@ def test_bad_input_is_refused_in_one_line(busy_jvm: int, tmp_path: Path) -> None
 @pytest.mark.skipif(os.geteuid() != 0, reason="a private /tmp (a mount namespace) needs root, as on the lab's hosts")
 def test_a_jvm_with_a_private_tmp_is_profiled_through_proc_root(tmp_path: Path) -> None:
     """The lab's unit has PrivateTmp=yes: the JVM's /tmp (its attach socket, the agent's files) is
-    not this process's /tmp. unshare gives the JVM its own, as systemd does."""
+    not this process's /tmp. unshare gives the JVM its own, as systemd does. The library handed over
+    lies in this process's /tmp, which the JVM does not see (as a checkout under /tmp would): the
+    JVM loads a copy in its own agent directory."""
     (tmp_path / "Busy.java").write_text(BUSY_JAVA)
+    hidden_dir = tempfile.TemporaryDirectory(dir="/tmp", prefix="perflab-hidden-lib-")
+    hidden = Path(hidden_dir.name) / LIB.name
+    shutil.copyfile(LIB, hidden)
     command = f"mount -t tmpfs tmpfs /tmp && exec {newest_java()} Busy.java"
     process = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", command], cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "busy"
         assert not Path(f"/tmp/perflab-profile-{process.pid}").exists()
-        started = run("start", "--pid", str(process.pid), "--lib", str(LIB), "--mode", "cpu")
+        started = run("start", "--pid", str(process.pid), "--lib", str(hidden), "--mode", "cpu")
         assert started.returncode == 0, started.stderr
         assert Path(f"/proc/{process.pid}/root/tmp/perflab-profile-{process.pid}").is_dir()
         assert not Path(f"/tmp/perflab-profile-{process.pid}").exists()
+        assert f"/tmp/perflab-profile-{process.pid}/{LIB.name}" in Path(f"/proc/{process.pid}/maps").read_text()
         time.sleep(1)
-        stopped = run("stop", "--pid", str(process.pid), "--lib", str(LIB), "--out", str(tmp_path / "out"))
+        stopped = run("stop", "--pid", str(process.pid), "--lib", str(hidden), "--out", str(tmp_path / "out"))
         assert stopped.returncode == 0, stopped.stderr
         assert any("Busy.burnCpu" in stack for stack in stack_counts(tmp_path / "out" / "profile.collapsed"))
     finally:
         process.kill()
         process.wait()
+        hidden_dir.cleanup()
 
 
 def test_a_window_loads_the_agent_before_it_opens(tmp_path: Path) -> None:

@@ -132,12 +132,29 @@ def attach_listener(pid: int) -> Path:
     return socket_path
 
 
+def loadable(pid: int, lib: Path) -> Path:
+    """LIB as the JVM can load it: its own path where the JVM's mount namespace shows the same file, else a
+    copy in the JVM's agent directory. A JVM with a private /tmp (the lab's unit: PrivateTmp=yes) sees none of
+    this process's /tmp, where a library handed over by hand or a checkout under /tmp would be."""
+    lib = lib.absolute()
+    try:
+        if os.path.samefile(host_view(pid, str(lib)), lib):
+            return lib
+    except OSError:
+        pass
+    copy = host_view(pid, jvm_dir(pid)) / lib.name
+    if not copy.is_file() or copy.stat().st_size != lib.stat().st_size:
+        shutil.copyfile(lib, copy)
+        copy.chmod(0o644)
+    return Path(jvm_dir(pid)) / lib.name
+
+
 def agent(pid: int, lib: Path, options: str) -> str:
     """Load the agent into the JVM with OPTIONS (the attach protocol's `load`, what jcmd
     JVMTI.agent_load sends): the JVM's answer, or ProfileError. A plain socket, no second JVM to
     start: the command reaches the JVM in milliseconds, on a machine at full load too."""
     # "true": the library's path is absolute (the JVM would resolve a relative one from its own directory).
-    request = b"".join(part.encode() + b"\0" for part in ("1", "load", str(lib.absolute()), "true", options))
+    request = b"".join(part.encode() + b"\0" for part in ("1", "load", str(loadable(pid, lib)), "true", options))
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(ATTACH_TIMEOUT_S)
         try:
