@@ -586,9 +586,8 @@ def test_one_host_gives_exactly_the_single_run_result() -> None:
 
 def test_the_calibration_window_is_stated_once_and_matches_what_wrk2_recorded() -> None:
     """perflab/wrk2.py's calibration_ms is the one statement the role, its done() hook and the tests read
-    (issue 27): for the recorded runs, the window their tables hold, and for the lab's 71 s invocation the
-    11 s it ran on top of its 60 s (its table: 2 threads, 10 connections; wrk2 itself counted what it recorded
-    after it, which the steady run's text agrees with)."""
+    (issue 27): it gives the window the recorded runs' tables hold (2 threads and 10 connections: 10,025 ms;
+    the lab's 71 s invocation, 2 threads and 32 connections: 10,080 ms, the 11 s it ran on top of its 60 s)."""
     for run in [*WRK2_TABLE_RUNS, "wrk2-lab-71s-invocation"]:
         table = _table(run)
         assert wrk2.calibration_ms(table.connections, table.threads) == table.calibration_ms, run
