@@ -22,8 +22,9 @@ VEGETA := build/vegeta
 # async-profiler (Apache-2.0), the app's profiler: its jar on Maven Central carries the agent
 # library for each platform (linux-x64/, linux-arm64/libasyncProfiler.so), fetched with the apps'
 # Maven like any build dependency and never on a lab host at run time. The app host loads it into
-# the running JVM for the measured window (roles/app/files/perflab_profile.py).
-ASYNC_PROFILER_VERSION := 4.2
+# the running JVM for the measured window (roles/app/files/perflab_profile.py). Its version is
+# perflab/profile.py's ASYNC_PROFILER_VERSION, as is the library's place (async_profiler_lib).
+ASYNC_PROFILER_VERSION := $(shell sed -n 's/^ASYNC_PROFILER_VERSION = "\(.*\)"$$/\1/p' perflab/profile.py)
 ASYNC_PROFILER_DIR := build/async-profiler-$(ASYNC_PROFILER_VERSION)
 ASYNC_PROFILER := $(ASYNC_PROFILER_DIR)/linux-x64/libasyncProfiler.so
 
@@ -208,7 +209,7 @@ $(ASYNC_PROFILER):
 	touch $@
 
 .PHONY: async-profiler
-async-profiler: $(ASYNC_PROFILER) ## Fetch async-profiler 4.2 from Maven Central and extract its agent libraries (build/async-profiler-4.2/linux-x64/libasyncProfiler.so)
+async-profiler: $(ASYNC_PROFILER) ## Fetch async-profiler (perflab/profile.py's ASYNC_PROFILER_VERSION) from Maven Central and extract its agent libraries (build/async-profiler-<version>/linux-x64/libasyncProfiler.so)
 
 # bench, compare and sweep: vegeta where this run may use it (TOOL=auto or vegeta) and Go can
 # build it; without Go the loadgen role says what else to set (loadgen_vegeta_url).

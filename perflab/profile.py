@@ -36,6 +36,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# async-profiler (Apache-2.0), the app's profiler: the version the lab fetches from Maven Central
+# (tools.profiler:async-profiler, its jar carrying the agent library of each platform). Stated here
+# once: the Makefile reads it (make async-profiler extracts the jar into async_profiler_lib's place),
+# and so do the tests and benchmarks that load the library.
+ASYNC_PROFILER_VERSION = "4.2"
+
+
+def async_profiler_lib(checkout: Path, platform: str = "linux-x64") -> Path:
+    """Where make async-profiler puts the agent library of PLATFORM under CHECKOUT."""
+    return checkout / "build" / f"async-profiler-{ASYNC_PROFILER_VERSION}" / platform / "libasyncProfiler.so"
+
+
 # Layer id -> what the summary calls it. The order is the summary's.
 LAYERS: dict[str, str] = {
     "http_server": "HTTP server",

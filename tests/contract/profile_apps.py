@@ -29,8 +29,10 @@ import bench_apps
 from bench_apps import VEGETA, Step, run_vegeta
 from harness import APPS, REPO_ROOT, AppProcess, MariaDB
 
+from perflab.profile import async_profiler_lib
+
 PROFILE_CTL = REPO_ROOT / "roles" / "app" / "files" / "perflab_profile.py"
-AGENT = REPO_ROOT / "build" / "async-profiler-4.2" / "linux-x64" / "libasyncProfiler.so"
+AGENT = async_profiler_lib(REPO_ROOT)
 ENDPOINTS = ("/plaintext", "/json")  # scenarios/plaintext-json.yml
 APP_CORE, LOADGEN_CORE = 1, 0
 

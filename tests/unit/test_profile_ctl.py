@@ -20,9 +20,11 @@ from types import ModuleType
 
 import pytest
 
+from perflab.profile import async_profiler_lib
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "roles" / "app" / "files" / "perflab_profile.py"
-LIB = REPO_ROOT / "build" / "async-profiler-4.2" / "linux-x64" / "libasyncProfiler.so"
+LIB = async_profiler_lib(REPO_ROOT)
 BUSY_JAVA = """
 public class Busy {
     static long burnCpu(long n) { long s = 0; for (long i = 0; i < n; i++) { s += Long.toString(i).hashCode(); } return s; }
