@@ -340,6 +340,11 @@ def no_errors(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     total = run.errors.total()
     if total > t.max_errors.value:
         evidence = f"{total} errors in {run.requests} requests ({error_kinds(run)})"
+        timeout_s = run.scenario.parameters.get("timeout_s") if run.scenario else None
+        if run.errors.timeout and timeout_s:
+            # vegeta gives up on such a request; wrk2 counts it at each of its checks (every 2 s) and takes its answer.
+            evidence += f"; a timeout is a request unanswered after {timeout_s} s"
+            evidence += ", counted at each of wrk2's checks every 2 s" if run.tool == "wrk2" else ""
         calibration_ms = run.scenario.parameters.get("wrk2_calibration_ms") if run.scenario else None
         if run.tool == "wrk2" and calibration_ms:
             # wrk.c counts socket errors from the first request on; only the histogram is reset.

@@ -301,6 +301,9 @@ def context(inputs: BenchInputs) -> RunContext:
     if run.scenario.max_workers is not None:
         # vegeta's -max-workers as sized to the loadgen host: past it, vegeta sends late.
         parameters["vegeta_max_workers"] = str(run.scenario.max_workers)
+    if run.timeout_s is not None:
+        # How long a request may wait for its answer before the tool counts it a timeout (both tools).
+        parameters["timeout_s"] = f"{run.timeout_s:g}"
     if run.calibration_ms > 0:
         # wrk2 records nothing in its calibration: the measured invocation ran that much longer.
         parameters["wrk2_calibration_ms"] = str(run.calibration_ms)

@@ -260,6 +260,9 @@ class LoadgenRun:
     host_rates: tuple[float, ...] = ()  # each loadgen host's share of the rate, in the inventory's order
     hosts: tuple[str, ...] = ()  # the loadgen hosts, in the same order
     calibration_ms: int = 0  # wrk2: the measured invocation's first milliseconds, not recorded
+    # Seconds a request may wait for its answer before the tool counts a timeout (loadgen_timeout_s);
+    # None in inputs written before it was carried.
+    timeout_s: float | None = None
     phases: dict[str, PhaseInputs] = field(default_factory=dict)
 
 

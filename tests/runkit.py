@@ -16,13 +16,14 @@ from perflab import wrk2
 # JVM on a busy 2-core machine fell to 94% of it once (p90 2.2 s while Hibernate Reactive and the JIT
 # warmed up), so every run has a 5 s warm-up. wrk2's calibration (11 s at the rate, not recorded)
 # is no substitute: wrk2 counts the socket errors of the whole invocation, and a cold Quarkus on
-# books-orders answered its first requests in 0.9 s on average there, 18-25 of them after wrk2's
-# 2 s timeout, errors of a run whose recorded window had none.
+# books-orders answered its first requests in 0.9 s on average there, 18-25 of them after wrk2's own
+# 2 s timeout (the lab gives both tools loadgen_timeout_s now), errors of a run whose recorded window had none.
 RATE, DURATION, WARMUP = 50, "10s", "5s"
 # The project's own apps: each exports the lab's http_server_requests histogram.
 OWN_APPS = tuple(sorted(p.parent.name for p in (ROOT / "apps").glob("*/perflab-app.yml")))
+LOADGEN_DEFAULTS = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text())
 # The sha256 the loadgen role pins for wrk2's source archive.
-PINNED_WRK2_SHA256 = yaml.safe_load((ROOT / "roles/loadgen/defaults/main.yml").read_text())["loadgen_wrk2_archive_sha256"]
+PINNED_WRK2_SHA256 = LOADGEN_DEFAULTS["loadgen_wrk2_archive_sha256"]
 
 
 def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int = RATE, duration: str = DURATION,
@@ -46,6 +47,8 @@ def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int
     calibration_ms = wrk2.calibration_ms(result["scenario"]["connections"], result["scenario"]["threads"])
     assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)
     assert result["scenario"]["parameters"]["recorded_window"].endswith(result["ended_at"])
+    # The timeout both tools count by (roles/loadgen/defaults/main.yml loadgen_timeout_s), as the run had it.
+    assert result["scenario"]["parameters"]["timeout_s"] == str(LOADGEN_DEFAULTS["loadgen_timeout_s"])
     assert result["requests"] >= rate * int(duration.rstrip("s")) * 0.9, (app, result["requests"])
     assert not any(result["errors"].values()), (app, result["errors"])
     assert result["scenario"]["name"] == scenario and result["scenario"]["warmup_s"] == float(warmup.rstrip("s"))

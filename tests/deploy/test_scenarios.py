@@ -119,12 +119,15 @@ def test_zipcodes_run_as_the_bench_would(tmp_path: Path, tool: str) -> None:
         assert warm["argv"][warm["argv"].index("-d") + 1] == "30s"
         assert measure["environment"]["PERFLAB_PERCENTILES"].endswith("/wrk2-measure-percentiles.json")
         assert measure["targets_argv"] == []
+        # The timeout both tools count by (loadgen_timeout_s), not wrk2's own 2 s.
+        assert measure["argv"][measure["argv"].index("--timeout") + 1] == "10s" and run["timeout_s"] == 10
     else:
         assert "-rate=123/1s" in measure["argv"] and "-duration=120s" in measure["argv"] and "-lazy" in measure["argv"]
         # -max-workers: the requests in flight at 123 req/s while answers take 4 x the 50 ms SLO (25), as far
         # as this host's open files (less 64) and half its memory at 64 KiB a worker hold them; at least the 14 connections.
         workers = min(25, resource.getrlimit(resource.RLIMIT_NOFILE)[1] - 64, host_memory() // 2 // (64 * 1024))
         assert f"-max-workers={max(workers, 14)}" in measure["argv"] and run["calibration_s"] == 0
+        assert "-timeout=10s" in measure["argv"] and run["timeout_s"] == 10
         assert run["scenario"]["max_workers"] == max(workers, 14)
         # Every GET has its own URL, which vegeta's exporter would turn into a series each: off.
         assert not [a for a in measure["argv"] if a.startswith("-prometheus-addr")] and not run["exporter"]
@@ -301,6 +304,7 @@ def test_every_scenario_loads_for_wrk2(tmp_path: Path, name: str) -> None:
         ({"loadgen_scenario": "greeting", "loadgen_duration": "soon"}, "DURATION and warmup a number with s, m or h"),
         ({"loadgen_scenario": "greeting", "loadgen_tool": "wrk2", "loadgen_duration": "8s"},
          "use a DURATION of at least 9s, or TOOL=vegeta"),
+        ({"loadgen_scenario": "greeting", "loadgen_timeout_s": "1"}, "loadgen: loadgen_timeout_s is 1: it must be at least 2 (seconds)"),
         ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "fast"}, "SLO_P99_MS a number of milliseconds > 0 (got 'fast')"),
         ({"loadgen_scenario": "greeting", "loadgen_slo_p99_ms": "0"}, "SLO_P99_MS a number of milliseconds > 0 (got '0')"),
         ({"loadgen_scenario": "hello-latency", "loadgen_latency_ms": "slow"},

@@ -161,14 +161,25 @@ def test_no_errors() -> None:
 def test_wrk2_errors_say_they_include_its_calibration() -> None:
     # A cold app's first requests timed out during wrk2's calibration, which records no latency
     # but counts socket errors: the evidence says so, and what keeps them out.
-    calibrated = dataclasses.replace(SCENARIO, parameters={"wrk2_calibration_ms": "10050"})
+    calibrated = dataclasses.replace(SCENARIO, parameters={"wrk2_calibration_ms": "10050", "timeout_s": "10"})
     timeouts = dataclasses.replace(STEADY, errors=ErrorCounts(timeout=18), scenario=calibrated)
     assert timeouts.tool == "wrk2"
     fired = rule_result(audit.no_errors, timeouts)
     assert fired.status is Status.INVALID
     assert fired.evidence == (
-        "18 errors in 39904 requests (timeout 18); wrk2 counts them over its whole invocation, its 10.05 s "
-        "of calibration included: a warm-up phase keeps a cold app's first requests out")
+        "18 errors in 39904 requests (timeout 18); a timeout is a request unanswered after 10 s, counted at each of "
+        "wrk2's checks every 2 s; wrk2 counts them over its whole invocation, its 10.05 s of calibration included: a "
+        "warm-up phase keeps a cold app's first requests out")
+
+
+def test_timeouts_name_the_timeout_the_run_had_and_other_errors_do_not() -> None:
+    # loadgen_timeout_s, the same for both tools: the evidence says what a timeout was in this run.
+    with_timeout = dataclasses.replace(SCENARIO, parameters={"timeout_s": "10"})
+    vegeta_timeouts = dataclasses.replace(STEADY, tool="vegeta", errors=ErrorCounts(timeout=3), scenario=with_timeout)
+    assert rule_result(audit.no_errors, vegeta_timeouts).evidence == (
+        "3 errors in 39904 requests (timeout 3); a timeout is a request unanswered after 10 s")
+    refused = dataclasses.replace(vegeta_timeouts, errors=ErrorCounts(connect=2))
+    assert rule_result(audit.no_errors, refused).evidence == "2 errors in 39904 requests (connect 2)"
 
 
 def test_achieved_rate_at_the_threshold() -> None:

@@ -17,7 +17,10 @@ import yaml  # type: ignore[import-untyped]
 from labkit import ROOT, judged, make, new_run_dir, on_host, read_json, run_dirs, tail
 
 SCENARIO = "apps/peers/petclinic/scenario.yml"
-# A slow start on a shared core is not the app's failure: the rate is low, the run short.
+# A slow start on a shared core is not the app's failure: the rate is low, the run short. Nor is a pause of a few
+# seconds while the local lab's share takes the machine: an answer is a timeout (an error) only after the lab's
+# loadgen_timeout_s (10 s). wrk2's own 2 s counted one such pause in a CI run as 7 timeouts (no_errors INVALID),
+# where alone on the SSH lab these runs' slowest answer took 88 ms.
 RATE, DURATION, WARMUP = 40, "20s", "10s"
 MARKER = "Planted-between-runs"
 
