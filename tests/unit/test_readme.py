@@ -8,6 +8,12 @@ a program of the project reads from the environment: Python's os.environ / os.ge
 name as a literal (perflab/, tests/), a role's `lookup('ansible.builtin.env', 'VAR')`, an app
 manifest's `${VAR}` (perflab.manifest expands it from the controller's environment), or
 scripts/.ci's shell `${VAR` / `$VAR`. SYSTEM names the few the README gives for other programs.
+
+And every role variable it names in a code span (`loadgen_timeout_s`: a name that begins with a role's
+name or lab_) is one the lab has: a key in a role's, a playbook's or an inventory's YAML (defaults,
+argument specs, group_vars, set_fact, register), or a name the package's code or schemas use (a rule
+such as `app_is_bottleneck`, a metric such as `mysql_up`, a field such as `app_layers`). A variable
+renamed in its role and not in the README is caught.
 """
 from __future__ import annotations
 
@@ -79,6 +85,42 @@ def test_every_variable_the_readme_gives_is_read_by_the_project() -> None:
     unread = given - makefile_variables() - environment_reads() - SYSTEM.keys()
     assert sorted(unread) == [], "given as VAR= in README.md, read by neither the Makefile nor a program"
     assert "NO_SUCH_VARIABLE" not in makefile_variables() | environment_reads()
+
+
+ROLE_VARIABLE = re.compile(r"(?<![A-Za-z0-9_./$-])([a-z][a-z0-9]*_[a-z0-9_]+)(?![A-Za-z0-9_(/-])")
+
+
+def named_role_variables(markdown: str) -> set[str]:
+    """Every name in a code span that begins with a role's name (roles/<name>, its leading _ and - as _) or lab_."""
+    prefixes = tuple(f"{p.name.lstrip('_').replace('-', '_')}_" for p in (REPO / "roles").iterdir() if p.is_dir())
+    return {name for span in re.findall(r"`([^`\n]+)`", markdown) for name in ROLE_VARIABLE.findall(span)
+            if name.startswith((*prefixes, "lab_"))}
+
+
+def lab_names() -> set[str]:
+    """The names the lab has: YAML keys and registered results under roles/, playbooks/, inventory/, and the
+    words of the package's code and schemas."""
+    found: set[str] = set()
+    for folder in ("roles", "playbooks", "inventory"):
+        for path in (REPO / folder).rglob("*.yml"):
+            text = path.read_text(encoding="utf-8")
+            found.update(re.findall(r"^\s*(?:- )?([a-z_][a-z0-9_]*):", text, re.M))
+            found.update(re.findall(r"register:\s*([a-z_][a-z0-9_]*)", text))
+    for path in [*(REPO / "perflab").rglob("*.py"), *(REPO / "perflab").rglob("*.json")]:
+        found.update(re.findall(r"[a-z_][a-z0-9_]*", path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_every_role_variable_the_readme_names_is_one_the_lab_has() -> None:
+    named = named_role_variables(README.read_text(encoding="utf-8"))
+    assert {"loadgen_timeout_s", "app_jvm_opts", "lab_db_engine"} <= named, "the README's role variables were not found"
+    assert sorted(named - lab_names()) == [], "named in README.md, in no role, playbook, inventory or the package"
+
+
+def test_a_role_variable_renamed_in_its_role_is_caught() -> None:
+    markdown = "Set `loadgen_vegeta_timeout_s` (or `-e loadgen_timeout_s=5`); `perflab/app_build.py` is no variable."
+    assert named_role_variables(markdown) == {"loadgen_vegeta_timeout_s", "loadgen_timeout_s"}
+    assert sorted(named_role_variables(markdown) - lab_names()) == ["loadgen_vegeta_timeout_s"]
 
 
 def test_the_clis_docstring_names_every_command() -> None:
