@@ -60,8 +60,8 @@ def invalid_said(output: str) -> str | None:
 
 
 # The local and the SSH lab share this machine's two cores (make test runs them side by side, beside the checks).
-# The SSH lab yields the CPU to the local lab (its pytest at nice 19, its machines at an eighth of its CPU weight:
-# tests/sshlab.py), whose tests judge its runs' figures; the SSH lab's tests judge what its own runs recorded
+# The SSH lab yields the CPU to the local lab (its pytest at nice 19 in a session of its own: scripts/yielding.sh;
+# its machines at an eighth of its CPU weight: tests/sshlab.py), whose tests judge its runs' figures; the SSH lab's tests judge what its own runs recorded
 # (the counts two loadgen hosts merge, the verdict against each host's share), not a quiet machine. One of its
 # measurements asks for a quiet machine, and is made after the local lab's share (after_the_local_lab): the lock
 # test's first run, whose statements per request are the contract's (beside the local lab's run driven past its

@@ -36,7 +36,8 @@ SYSTEMD_FLAGS = ["--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security
                  "--security-opt", "apparmor=unconfined", "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
                  "--tmpfs", "/run", "--tmpfs", "/run/lock", "--stop-signal", "SIGRTMIN+3"]
 # The machines yield the CPU to the local lab's containers, which make test runs beside them: an eighth of their CPU
-# weight (cpu.shares 128 against 1024; the Makefile runs this lab's pytest at nice 19 too). The local lab's runs are
+# weight (cpu.shares 128 against 1024; the Makefile runs this lab's pytest at nice 19 too, in a session of its own:
+# scripts/yielding.sh). The local lab's runs are
 # then measured nearly as if alone, and this lab takes what they leave, which is most of the time. At the least
 # weight (2), sudo on all five machines missed Ansible's 12 s for its prompt beside the local lab's lab-up.
 YIELDING = ["--cpu-shares", "128"]

@@ -1,0 +1,71 @@
+"""scripts/yielding.sh: make test's SSH lab share yields the CPU to what runs beside it, the local lab's
+judged runs, where the kernel groups each session's tasks (autogroup) as well as where it does not."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "yielding.sh"
+BUSY = [sys.executable, "-c", "while True: pass"]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def session_leader(pid: int) -> int:
+    """The child of yielding.sh (PID): setsid, which becomes the busy loop itself (by exec), the session's leader."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            try:
+                if (entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid
+                        and (entry / "cmdline").read_bytes().split(b"\0")[0] == BUSY[0].encode()):
+                    return int(entry.name)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no {BUSY[0]} under {pid}")
+
+
+def test_the_command_runs_in_a_session_of_its_own_at_nice_19_and_its_exit_status_is_kept() -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "sh", "-c", 'echo "$(ps -o sid= -p $$) $(nice)"; cat /proc/self/autogroup 2>/dev/null; exit 3'],
+        capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 3, done
+    lines = done.stdout.splitlines()
+    sid, nice = lines[0].split()
+    assert int(sid) != os.getsid(0) and nice == "19", lines
+    if Path("/proc/self/autogroup").exists():
+        # The session's group: "/autogroup-N nice 19".
+        assert lines[1].endswith("nice 19"), lines
+
+
+def test_a_busy_command_takes_a_small_part_of_a_cpu_a_busy_neighbour_wants_too() -> None:
+    """Both pinned to one CPU, for 2 s. With nice 19 alone, in a session of its own whose group is at nice 0
+    (autogroup on), it took half: the bound is a quarter of what the neighbour got (by weight it is 15 to 1024,
+    under 2%), which stays true however many other tasks share the CPU."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    neighbour = subprocess.Popen(["taskset", "-c", str(cpu), *BUSY])
+    yielding = subprocess.Popen([str(SCRIPT), "taskset", "-c", str(cpu), *BUSY])
+    busy = session_leader(yielding.pid)
+    try:
+        time.sleep(0.5)
+        before = cpu_seconds(neighbour.pid), cpu_seconds(busy)
+        time.sleep(2)
+        after = cpu_seconds(neighbour.pid), cpu_seconds(busy)
+        got_neighbour, got_yielding = after[0] - before[0], after[1] - before[1]
+        assert got_neighbour > 0.2, (got_neighbour, got_yielding)
+        assert got_yielding < got_neighbour / 4, (got_neighbour, got_yielding)
+    finally:
+        neighbour.kill()
+        yielding.terminate()
+        neighbour.wait(timeout=10)
+        assert yielding.wait(timeout=10) == 128 + signal.SIGTERM
+        assert not Path(f"/proc/{busy}").exists() or "zombie" in Path(f"/proc/{busy}/status").read_text()
