@@ -55,9 +55,13 @@ if [ -d /run/systemd/system ]; then
   say "starting docker.service"
   systemctl start docker
 else
-  # No systemd as PID 1 (a CI container or a sandbox): run dockerd in the background.
+  # No systemd as PID 1 (a CI container or a sandbox): run dockerd in the background, as a service
+  # manager would: in a session of its own at nice 0, whoever the caller. make test's SSH lab share,
+  # which may be first here, runs at nice 19 in a session whose group is at nice 19 (scripts/yielding.sh):
+  # an engine that inherited them would be starved, and every docker exec of the local lab with it.
   say "starting dockerd in the background (log: /var/log/dockerd.log)"
-  nohup dockerd >>/var/log/dockerd.log 2>&1 8>&- &  # without the lock: the next caller must get it
+  # without the lock (8>&-): the next caller must get it
+  nohup setsid nice -n "$((-$(nice)))" dockerd >>/var/log/dockerd.log 2>&1 8>&- &
 fi
 for _ in $(seq 60); do
   engine_answers && exit 0
