@@ -57,7 +57,7 @@ test-needs:
 test: test-needs $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## Everything CI runs: lint, unit tests, the report in Chromium, the apps' contract suite, the lab end-to-end tests (the SSH lab's share from the start, beside the rest)
 	@$(start_ssh_lab) \
 	$(start_checks) \
-	PERFLAB_TEST_LAB_WAITS_FOR=$(CHECKS_STATUS) $(MAKE) --no-print-directory $(BUILT) test-local-lab; \
+	PERFLAB_TEST_LAB_WAITS_FOR=$(CHECKS_STATUS):$(SSH_LAB_UP_DONE) $(MAKE) --no-print-directory $(BUILT) test-local-lab; \
 	$(wait_checks) \
 	$(wait_ssh_lab)
 
@@ -364,9 +364,10 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reprodu
 # over SSH (PERFLAB_TEST_LAB=ssh: tests/sshlab.py), each with a results directory of its own. `make
 # test` starts the SSH lab's share first (its lab-up, a vegeta and a wrk2 run from two loadgen
 # hosts, faults in a run's measured phase, the lock taken over), beside lint, the unit, report and
-# contract tests and the local lab's share, and yields the machine to the local lab: its pytest runs
-# at nice 19 in a session of its own, whose group is at nice 19 too (scripts/yielding.sh says why nice
-# alone was not enough), and its machines with an eighth of the local lab's CPU weight (tests/sshlab.py), so
+# contract tests and the local lab's share. The local lab's runs wait for its lab-up (SSH_LAB_UP_DONE), and
+# after it it yields the machine to the local lab: its pytest runs at nice 19 in a session of its own, whose
+# group is at nice 19 from then on (scripts/yielding.sh says why nice alone was not enough), and its machines
+# with an eighth of the local lab's CPU weight (tests/sshlab.py), so
 # that the local lab's runs, whose figures its tests judge, are measured nearly as if alone. (Side
 # by side at equal weight, a CI simulation's short run on the local lab kept 41 of 200 req/s, p99 33
 # s, while the SSH lab deployed a JVM and ran three ansible-playbooks.) The SSH lab's own tests
@@ -385,6 +386,10 @@ test-reproduce: $(VENV_STAMP) apps-prereqs apps ## Report 2 through make reprodu
 LOCAL_LAB_TESTS := tests/lab tests/watch tests/dashboards tests/judge_lab tests/bench_runs tests/sweep_lab
 SSH_LAB_TESTS := tests/ssh_lab tests/fault_runs tests/user_app tests/postgresql_db
 SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
+# Written once the SSH lab's lab-up has ended (tests/sshlab.py lab_up_ended; here too, should its pytest end before):
+# the local lab's runs wait for it, and the SSH lab's share runs at everyone's weight until then (yielding.sh's
+# --group-nice 0) and yields from then on.
+SSH_LAB_UP_DONE := $(SSH_LAB_RESULTS)/lab-up-done
 
 # The SSH lab's share in the background (its exit status in SSH_LAB_RESULTS/exit-status), then the
 # status of what ran beside it and of the SSH lab's, together: recipes put their own part between.
@@ -393,8 +398,9 @@ SSH_LAB_RESULTS := $(CURDIR)/build/ssh-lab-results
 BUILT := -o apps -o $(VEGETA)
 define start_ssh_lab
 rm -rf $(SSH_LAB_RESULTS) && mkdir -p $(SSH_LAB_RESULTS) && \
-{ PERFLAB_TEST_LAB=ssh PERFLAB_RESULTS_DIR=$(SSH_LAB_RESULTS) scripts/yielding.sh $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS); \
-  echo $$? > $(SSH_LAB_RESULTS)/exit-status; } 2>&1 | tee $(SSH_LAB_RESULTS)/pytest.log | sed -u 's/^/ssh-lab | /' &
+{ PERFLAB_TEST_LAB=ssh PERFLAB_RESULTS_DIR=$(SSH_LAB_RESULTS) PERFLAB_TEST_LAB_UP_DONE=$(SSH_LAB_UP_DONE) \
+  scripts/yielding.sh --group-nice 0 $(BIN)/pytest -v -p no:cacheprovider --durations=8 $(SSH_LAB_TESTS); \
+  echo $$? > $(SSH_LAB_RESULTS)/exit-status; [ -e $(SSH_LAB_UP_DONE) ] || echo none > $(SSH_LAB_UP_DONE); } 2>&1 | tee $(SSH_LAB_RESULTS)/pytest.log | sed -u 's/^/ssh-lab | /' &
 endef
 define wait_ssh_lab
 here=$$?; wait; ssh=$$(cat $(SSH_LAB_RESULTS)/exit-status 2>/dev/null || echo 1); \
@@ -405,8 +411,8 @@ endef
 # make test: lint and the unit, report and contract tests in the background too, two at a time, each one's
 # output whole when it ends (their exit status in CHECKS_STATUS), beside the local lab's bad-input tests
 # and its lab-up from nothing, which mostly wait on apt and debootstrap. The local lab's first run waits
-# for CHECKS_STATUS (PERFLAB_TEST_LAB_WAITS_FOR, tests/conftest.py): a run measured while the unit tests
-# take both cores would judge that, not the app.
+# for CHECKS_STATUS and SSH_LAB_UP_DONE (PERFLAB_TEST_LAB_WAITS_FOR, tests/conftest.py): a run measured
+# while the unit tests or the SSH lab's lab-up take both cores would judge that, not the app.
 # The tests that run make themselves (make history, deploy, report) get none of this make's flags
 # (CHECK_ENV): a make under -j2 would hand them a jobserver they cannot reach, and make warns on stderr.
 CHECK_ENV ?=
@@ -432,7 +438,7 @@ lab-prereqs:
 .PHONY: test-lab
 test-lab: test-needs $(VENV_STAMP) apps-prereqs lab-prereqs apps $(VEGETA) ## End-to-end tests on the local lab (bad input, lab-up from nothing, idempotence, make watch in tmux, every dashboard query, judging, every app on zipcodes, books-orders twice, a sweep, failures, lab-down) and beside them on an SSH lab (two loadgen hosts, faults mid-run, the run lock)
 	@$(start_ssh_lab) \
-	$(MAKE) --no-print-directory $(BUILT) test-local-lab; \
+	PERFLAB_TEST_LAB_WAITS_FOR=$(SSH_LAB_UP_DONE) $(MAKE) --no-print-directory $(BUILT) test-local-lab; \
 	$(wait_ssh_lab)
 
 .PHONY: test-local-lab

@@ -21,10 +21,18 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
     output and removes the lab at the end. PERFLAB_TEST_REUSE_LAB=1 keeps the lab as it is. With
     PERFLAB_TEST_LAB=ssh, on five fresh SSH machines (tests/sshlab.py), removed at the end."""
     if SSH_LAB:
-        with sshlab.machines(ROOT / INVENTORY):
-            up = make("lab-up")
-            assert up.returncode == 0, "make lab-up on the SSH machines failed:\n" + tail(up.stdout, 120)
-            yield up.stdout
+        # Beside the local lab's share, whose runs wait until this lab-up has ended (sshlab.lab_up_ended).
+        returncode = None
+        try:
+            with sshlab.machines(ROOT / INVENTORY):
+                up = make("lab-up")
+                returncode = up.returncode
+                sshlab.lab_up_ended(returncode)
+                assert up.returncode == 0, "make lab-up on the SSH machines failed:\n" + tail(up.stdout, 120)
+                yield up.stdout
+        finally:
+            if returncode is None:
+                sshlab.lab_up_ended(None)
         return
     # Beside the SSH lab's share, whose lock test waits for this session to end (labkit.after_the_local_lab).
     with local_lab_session():
@@ -43,29 +51,34 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
             make("lab-down")
 
 
-# make test runs lint and the unit, report and contract tests beside the local lab's lab-up; they take
-# both cores for minutes, which a run measured meanwhile would read as its own tiers' load. Their exit
-# status, once written to this file, lets the lab's tests go on (whatever it says: make test fails on it).
-WAITS_FOR = os.environ.get("PERFLAB_TEST_LAB_WAITS_FOR")
+# make test runs lint and the unit, report and contract tests beside the local lab's lab-up, and the SSH lab's lab-up
+# (make test and test-lab); they take both cores for minutes, which a run measured meanwhile would read as its own
+# tiers' load (a CI simulation's first short run, beside the SSH lab's lab-up: "app limited by the app's CPU: its
+# CPUs 100% busy with every process of the machine, itself using 0.40 of 1 cores"). Each writes its file (its exit
+# status) when it has ended, whatever it says (make test fails on it): the files, separated by ':', for which the
+# lab's runs wait.
+WAITS_FOR = [Path(p) for p in os.environ.get("PERFLAB_TEST_LAB_WAITS_FOR", "").split(os.pathsep) if p]
 CHECKS_TIMEOUT_S = 1800
 
 
 def _wait_for_checks(capture: Any) -> None:
     if not WAITS_FOR:
         return
-    status, started = Path(WAITS_FOR), time.monotonic()
+    started = time.monotonic()
 
     def say(line: str) -> None:  # on the terminal, through pytest's capture of a fixture's output
         with capture.global_and_fixture_disabled():
             print(line, flush=True)
 
-    say(f"\nthe lab is up; its runs wait for the checks beside it to end ({status})")
-    while not status.exists():
-        if time.monotonic() - started > CHECKS_TIMEOUT_S:
-            pytest.fail(f"{status} was not written within {CHECKS_TIMEOUT_S} s: the checks beside the lab hang")
-        time.sleep(2)
-    say(f"the checks ended (exit status {status.read_text().strip()}) after "
-        f"{time.monotonic() - started:.0f} s more: the lab's runs start")
+    say(f"\nthe lab is up; its runs wait for what runs beside it to end ({', '.join(map(str, WAITS_FOR))})")
+    for status in WAITS_FOR:
+        while not status.exists():
+            if time.monotonic() - started > CHECKS_TIMEOUT_S:
+                pytest.fail(f"{status} was not written within {CHECKS_TIMEOUT_S} s: what runs beside the lab hangs")
+            time.sleep(2)
+        say(f"{status} was written (exit status {status.read_text().strip()}) after "
+            f"{time.monotonic() - started:.0f} s")
+    say("the lab's runs start")
 
 
 @pytest.fixture(scope="session")

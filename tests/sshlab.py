@@ -15,6 +15,7 @@ Everything it creates (containers, network, the inventory and its key, secrets/<
 away at the end; the image is kept."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -41,6 +42,27 @@ SYSTEMD_FLAGS = ["--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security
 # then measured nearly as if alone, and this lab takes what they leave, which is most of the time. At the least
 # weight (2), sudo on all five machines missed Ansible's 12 s for its prompt beside the local lab's lab-up.
 YIELDING = ["--cpu-shares", "128"]
+# The file make test and test-lab name for this lab's share to write once its lab-up has ended: the local lab's runs
+# wait for it, as for the checks (tests/conftest.py), and from then on this share yields (yield_cpu).
+LAB_UP_DONE = os.environ.get("PERFLAB_TEST_LAB_UP_DONE")
+
+
+def yield_cpu() -> None:
+    """From now on, this process's session (scripts/yielding.sh started it in one of its own, its group at nice 0 for
+    the lab-up) takes the CPU only where the local lab's share leaves it: its group at nice 19. Where the kernel has no
+    autogroup, the session's nice 19 is what yields."""
+    group = Path("/proc/self/autogroup")
+    # Only a session this process leads (yielding.sh execs it): another's group is its caller's terminal's.
+    if group.exists() and os.getsid(0) == os.getpid():
+        group.write_text("19\n")
+
+
+def lab_up_ended(returncode: int | None) -> None:
+    """Says so to the local lab's share (LAB_UP_DONE: the lab-up's exit status, or 'none' where it did not run to its
+    end), and yields from now on."""
+    if LAB_UP_DONE:
+        yield_cpu()
+        Path(LAB_UP_DONE).write_text(f"{'none' if returncode is None else returncode}\n")
 
 
 def docker(*args: str, check: bool = True, timeout: float = 600) -> str:

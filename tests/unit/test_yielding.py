@@ -47,6 +47,18 @@ def test_the_command_runs_in_a_session_of_its_own_at_nice_19_and_its_exit_status
         assert lines[1].endswith("nice 19"), lines
 
 
+def test_the_group_may_start_at_everyones_weight_and_a_bad_nice_is_refused() -> None:
+    done = subprocess.run([str(SCRIPT), "--group-nice", "0", "sh", "-c", "cat /proc/self/autogroup 2>/dev/null; nice"],
+                          capture_output=True, text=True, timeout=30, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "19", lines
+    if Path("/proc/self/autogroup").exists():
+        assert lines[0].endswith("nice 0"), lines
+    refused = subprocess.run([str(SCRIPT), "--group-nice", "20", "true"], capture_output=True, text=True, timeout=30,
+                             check=False)
+    assert refused.returncode == 2 and "--group-nice takes 0 to 19, not '20'" in refused.stderr, refused
+
+
 def test_a_busy_command_takes_a_small_part_of_a_cpu_a_busy_neighbour_wants_too() -> None:
     """Both pinned to one CPU, for 2 s. With nice 19 alone, in a session of its own whose group is at nice 0
     (autogroup on), it took half: the bound is a quarter of what the neighbour got (by weight it is 15 to 1024,
