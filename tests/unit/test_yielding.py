@@ -60,20 +60,21 @@ def test_the_group_may_start_at_everyones_weight_and_a_bad_nice_is_refused() -> 
 
 
 def test_a_busy_command_takes_a_small_part_of_a_cpu_a_busy_neighbour_wants_too() -> None:
-    """Both pinned to one CPU, for 2 s. With nice 19 alone, in a session of its own whose group is at nice 0
-    (autogroup on), it took half: the bound is a quarter of what the neighbour got (by weight it is 15 to 1024,
-    under 2%), which stays true however many other tasks share the CPU."""
+    """Both pinned to one CPU, until the neighbour has used 0.5 s of it (2 s on a quiet machine; the checks run
+    this beside two labs' lab-ups). With nice 19 alone, in a session of its own whose group is at nice 0
+    (autogroup on), it took as much as the neighbour or more: the bound is a quarter of what the neighbour got (by
+    weight it is 15 to 1024, under 2%), which stays true however many other tasks share the CPU."""
     cpu = sorted(os.sched_getaffinity(0))[-1]
     neighbour = subprocess.Popen(["taskset", "-c", str(cpu), *BUSY])
     yielding = subprocess.Popen([str(SCRIPT), "taskset", "-c", str(cpu), *BUSY])
     busy = session_leader(yielding.pid)
     try:
         time.sleep(0.5)
-        before = cpu_seconds(neighbour.pid), cpu_seconds(busy)
-        time.sleep(2)
-        after = cpu_seconds(neighbour.pid), cpu_seconds(busy)
-        got_neighbour, got_yielding = after[0] - before[0], after[1] - before[1]
-        assert got_neighbour > 0.2, (got_neighbour, got_yielding)
+        before, deadline = (cpu_seconds(neighbour.pid), cpu_seconds(busy)), time.monotonic() + 60
+        while cpu_seconds(neighbour.pid) - before[0] < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        got_neighbour, got_yielding = cpu_seconds(neighbour.pid) - before[0], cpu_seconds(busy) - before[1]
+        assert got_neighbour >= 0.5, f"the neighbour got {got_neighbour} s of its CPU in 60 s: the machine is too busy"
         assert got_yielding < got_neighbour / 4, (got_neighbour, got_yielding)
     finally:
         neighbour.kill()
