@@ -52,9 +52,8 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 # make test runs lint and the unit, report and contract tests beside the local lab's lab-up, and the SSH lab's lab-up
-# (make test and test-lab); they take both cores for minutes, which a run measured meanwhile would read as its own
-# tiers' load (a CI simulation's first short run, beside the SSH lab's lab-up: "app limited by the app's CPU: its
-# CPUs 100% busy with every process of the machine, itself using 0.40 of 1 cores"). Each writes its file (its exit
+# (make test and test-lab: apt and dpkg on five machines, at everyone's weight until it ends); they take both cores
+# for minutes, which a run measured meanwhile would read as its own tiers' load. Each writes its file (its exit
 # status) when it has ended, whatever it says (make test fails on it): the files, separated by ':', for which the
 # lab's runs wait.
 WAITS_FOR = [Path(p) for p in os.environ.get("PERFLAB_TEST_LAB_WAITS_FOR", "").split(os.pathsep) if p]
