@@ -3,6 +3,7 @@ judged runs, where the kernel groups each session's tasks (autogroup) as well as
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -86,33 +87,50 @@ def test_a_busy_command_takes_a_small_part_of_a_cpu_a_busy_neighbour_wants_too()
 
 
 TESTS = Path(__file__).resolve().parents[1]
-# What make test's SSH lab share does once its lab-up has ended (tests/sshlab.py lab_up_ended), as it runs.
-LAB_UP_ENDED = ("import sshlab\nfrom pathlib import Path\ngroup = Path('/proc/self/autogroup')\n"
-                "before = group.read_text().split()[-1] if group.exists() else '-'\n"
-                "sshlab.lab_up_ended(0)\nprint(before, group.read_text().split()[-1] if group.exists() else '-')")
+GROUP = Path("/proc/self/autogroup")
 
 
-def lab_up_ended(done: Path, *through: str) -> list[str]:
+def group_nice(text: str) -> str | None:
+    """The nice of a session's group from what /proc/<pid>/autogroup reads ("/autogroup-N nice K"); None where the
+    session is init's and so in no group of its own (the file reads empty: CI's runner starts make so) or where the
+    kernel has no autogroup (no file)."""
+    return text.split()[-1] if text.strip() else None
+
+
+def own_group_nice() -> str | None:
+    return group_nice(GROUP.read_text()) if GROUP.exists() else None
+
+
+# What make test's SSH lab share does once its lab-up has ended (tests/sshlab.py lab_up_ended), as it runs: what its
+# group reads before and after.
+LAB_UP_ENDED = ("import json, sshlab\nfrom pathlib import Path\ngroup = Path('/proc/self/autogroup')\n"
+                "before = group.read_text() if group.exists() else ''\n"
+                "sshlab.lab_up_ended(0)\nprint(json.dumps([before, group.read_text() if group.exists() else '']))")
+
+
+def lab_up_ended(done: Path, *through: str) -> tuple[str | None, str | None]:
     env = {**os.environ, "PERFLAB_TEST_LAB_UP_DONE": str(done), "PYTHONPATH": str(TESTS)}
     run = subprocess.run([*through, sys.executable, "-c", LAB_UP_ENDED], capture_output=True, text=True, timeout=60,
                          env=env, cwd=TESTS, check=True)
-    return run.stdout.split()
+    before, after = json.loads(run.stdout)
+    return group_nice(before), group_nice(after)
 
 
 def test_the_ssh_share_says_its_lab_up_ended_and_yields_only_its_own_session(tmp_path: Path) -> None:
     """In the session yielding.sh --group-nice 0 gives it, the share's group goes from nice 0 to 19 once its lab-up
     has ended, and the file the local lab's runs wait for holds the lab-up's exit status. Run from another's session
-    (here pytest's), it writes the file and leaves that session's group as it was."""
+    (here pytest's, which may be init's, in no group of its own), it writes the file and leaves that session's group
+    as it was."""
     done = tmp_path / "lab-up-done"
     before, after = lab_up_ended(done, str(SCRIPT), "--group-nice", "0")
     assert done.read_text() == "0\n"
-    if Path("/proc/self/autogroup").exists():
+    if GROUP.exists():
         assert (before, after) == ("0", "19")
     done.unlink()
-    own = Path("/proc/self/autogroup").read_text().split()[-1] if Path("/proc/self/autogroup").exists() else "-"
+    own = own_group_nice()
     try:
         before, after = lab_up_ended(done)
         assert done.read_text() == "0\n" and before == after == own, (before, after, own)
     finally:
-        if Path("/proc/self/autogroup").exists():
-            Path("/proc/self/autogroup").write_text(f"{own}\n")
+        if own is not None and own_group_nice() != own:
+            GROUP.write_text(f"{own}\n")
