@@ -98,8 +98,9 @@ def test_requests_dropped_by_their_clients_leave_every_db_connection_answering(t
         for thread in batch:
             thread.join()
     assert not stalls, f"{len(stalls)} of {AFTER} requests after {ABANDONED} dropped ones went unanswered: {stalls[:5]}"
-    # Every request answered, none waits for a DB connection: the gauge the attribution averages says so (Quarkus'
-    # Vert.x binder counted a failed command out of the pool's queue twice, and read -1 here for good).
+    # Every request answered, none holds or waits for a DB connection: the gauges the attribution averages say so
+    # (Quarkus' Vert.x binder counted a failed command out of the pool's queue twice, and read -1 here for good).
     metrics = requests.get(target.url("/metrics"), headers={"Accept": "text/plain"}, timeout=ANSWER_WITHIN_S).text
-    waiting = [float(m.group(1)) for m in re.finditer(r"^perflab_db_pool_waiting(?:\{[^}]*\})? (\S+)$", metrics, re.M)]
-    assert waiting and sum(waiting) == 0, f"perflab_db_pool_waiting at rest: {waiting}"
+    for gauge in ("perflab_db_pool_waiting", "perflab_db_pool_in_use"):
+        values = [float(m.group(1)) for m in re.finditer(rf"^{gauge}(?:\{{[^}}]*\}})? (\S+)$", metrics, re.M)]
+        assert values and sum(values) == 0, f"{gauge} at rest: {values}"
