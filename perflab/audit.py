@@ -323,10 +323,14 @@ def host_cpu(tier: str, cpu: TierCpu, obs: Observations, threshold: float) -> tu
         return figure, True
     own, other = split
     name = service_name(tier, obs)
+    waited = (obs.service_waited or {}).get(tier)
+    # How long its threads waited for a CPU over the same window: what tells a service its host starved from
+    # one beside whose idle time other processes ran.
+    waits = "" if waited is None else f" (its threads waited {waited:.2f} s per second for a CPU)"
     if not starved_by_others(own, cpu.busy_cores, cpu.allotted_cores, threshold):
-        return f"{figure}, {name} itself {own:.2f} of them", True
+        return f"{figure}, {name} itself {own:.2f} of them{waits}", True
     return (f"{figure}, of which {name} used {own:.2f} and other processes of its host {other:.2f}: starved by "
-            f"other processes than {name}"), False
+            f"other processes than {name}{waits}"), False
 
 
 def error_kinds(run: RunResult) -> str:

@@ -33,6 +33,7 @@ from perflab.observations import DbSessions, Observations, Placement, TierCpu
 from perflab.observe import Utilization
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 from perflab.rundir import BenchInputs, CpuSample, RunFileError
+from perflab.tiers import SERVICE_GROUPS
 
 EXIT_COLLECTED = 0
 EXIT_BAD_INPUT = 4
@@ -371,6 +372,24 @@ def sample_cpu(start: CpuSample, end: CpuSample, window_s: float | None = None) 
     return TierCpu(busy_cores=used_s / sampled_s, allotted_cores=len(start.cpus), window_s=window_s or sampled_s)
 
 
+def service_waited(inputs: BenchInputs) -> tuple[dict[str, float] | None, str]:
+    """Per tier, the seconds per second its own service's threads (perflab.tiers.SERVICE_GROUPS) waited for a
+    CPU between the window's samples; the tiers whose waits were not read are left out, and where none was
+    read, why."""
+    waited: dict[str, float] = {}
+    for tier, start in inputs.cpu_start.items():
+        end = inputs.cpu_end[tier]
+        groups = [g for g in start.waited_usec if g in end.waited_usec and re.fullmatch(SERVICE_GROUPS.get(tier, ""), g)]
+        delta = sum(end.waited_usec[g] - start.waited_usec[g] for g in groups)
+        if groups and delta >= 0:  # a service restarted in the window lost its threads' waits: not read
+            waited[tier] = delta / 1e6 / max(end.at - start.at, 1e-3)
+    if waited:
+        return waited, ""
+    return None, ("no tier's service's run delay was read at the window's bounds: cpu_window.py found no running "
+                  "process-exporter whose JSON config it reads (a lab set up before it was JSON: make lab-up), the "
+                  "kernel keeps no schedstat, or each service restarted in the window")
+
+
 def window_s(inputs: BenchInputs) -> float:
     """The measured window's seconds: the tool's own interval (docs/ARCHITECTURE.md)."""
     return _unix(inputs.measure_ended_at) - _unix(inputs.measure_started_at)
@@ -451,6 +470,10 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
     statements = observe.statements_table(inputs.run.scenario.requests)
     observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled,
                                    inputs.run.scenario.endpoints, statements)
+    waited, waited_reason = service_waited(inputs)
+    observations = replace(observations, service_waited=waited)
+    if waited is None:
+        observations = replace(observations, unobserved={**observations.unobserved, "service_waited": waited_reason})
     if sessions is None:  # after Prometheus' reasons, where the rules' evidence has always listed it
         observations = replace(observations, unobserved={**observations.unobserved, "db_sessions": sessions_reason})
     if inputs.start_late_ms is None:

@@ -185,6 +185,11 @@ class Observations:
     # loadgen; perflab.tiers.SERVICE_GROUPS): the rest of the tier's CPU (loadgen_cpu, app_cpu, db_cpu) ran
     # other processes of its host. None: not observed, and in observations written before.
     service_cpu: dict[str, float] | None = None
+    # tier -> seconds per second its own service's threads waited for a CPU over the window (their run delay,
+    # read at the window's bounds: roles/bench/files/cpu_window.py); 0.5 = half a thread's worth of waiting
+    # all along. What tells a service its host starved from one beside whose idle time others ran. None: not
+    # observed (`unobserved` says why), and in observations written before.
+    service_waited: dict[str, float] | None = None
     saturation: Saturation | None = None
     # When the app's JVM that ran last in the measured window started, unix seconds (process-exporter's
     # oldest start time of the group app-java, the latest seen up to the window's end): later than the

@@ -147,6 +147,9 @@ class CpuSample:
     cpus: tuple[int, ...]  # its CPU affinity
     usage_usec: int  # CPU time used so far
     at: float  # unix seconds
+    # process-exporter group -> how long its threads have waited for a CPU so far (their run delay); empty where
+    # the host's process-exporter was not found or in samples from before it was kept.
+    waited_usec: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

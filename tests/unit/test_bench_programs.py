@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml  # type: ignore[import-untyped]
 
 FILES = Path(__file__).resolve().parents[2] / "roles" / "bench" / "files"
 
@@ -107,8 +108,71 @@ def test_the_sampler_prints_both_bounds_as_perflab_reads_them() -> None:
                           capture_output=True, text=True, check=True)
     samples = json.loads(done.stdout)
     assert set(samples) == {"start", "end"}
-    assert set(samples["start"]) == {"host", "machine", "cpus", "usage_usec", "at"}
+    assert set(samples["start"]) == {"host", "machine", "cpus", "usage_usec", "at", "waited_usec"}
     assert samples["end"]["at"] >= now + 0.2 and samples["end"]["usage_usec"] >= samples["start"]["usage_usec"]
+
+
+# roles/process_exporter's groups, as its config.yml.j2 writes them for process-exporter (and the sampler).
+GROUPS = yaml.safe_load((FILES.parents[2] / "roles/process_exporter/defaults/main.yml").read_text())["process_exporter_groups"]
+
+
+def test_a_process_is_in_the_first_group_whose_every_matcher_matches_as_process_exporter_reads_them() -> None:
+    group = cpu_window.group_of
+    assert group("java", ["/usr/lib/jvm/temurin-25/bin/java", "-jar", "/opt/perflab/app.jar"], GROUPS) == "app-java"
+    assert group("java", ["java", "-jar", "/opt/other/tool.jar"], GROUPS) == "other"  # comm alone is not enough
+    assert group("mariadbd", ["/usr/sbin/mariadbd"], GROUPS) == "mysqld"
+    assert group("prometheus-proc", ["/usr/bin/prometheus-process-exporter", "-config.path=x"], GROUPS) == "exporters"
+    assert group("python3", ["python3", "-c", "while True: pass"], GROUPS) == "other"  # a hog
+    assert group("(java)", ["(java)"], GROUPS) is None  # forked by systemd, not yet exec'd
+    # exe with a '/' is argv[0] whole; without one, its basename.
+    assert group("x", ["/opt/bin/tool"], [{"name": "a", "exe": ["/usr/bin/tool"]}, {"name": "b", "exe": ["tool"]}]) == "b"
+    assert group("x", ["/usr/bin/tool"], [{"name": "a", "exe": ["/usr/bin/tool"]}, {"name": "b", "exe": ["tool"]}]) == "a"
+
+
+def test_the_groups_are_process_exporters_own_config_found_from_its_running_command_line(tmp_path: Path) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text("# Ansible managed\n# a comment\n" + json.dumps({"process_names": GROUPS}, indent=2) + "\n")
+    procfs = tmp_path / "proc"
+    for pid, argv in ((1, ["/sbin/init"]), (77, ["/usr/bin/prometheus-process-exporter", f"-config.path={config}",
+                                                  "-threads=true"])):
+        (procfs / str(pid)).mkdir(parents=True)
+        (procfs / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (procfs / "self").mkdir()
+    assert cpu_window.process_groups(str(procfs)) == GROUPS
+    assert yaml.safe_load(config.read_text()) == {"process_names": GROUPS}  # what process-exporter reads of it
+    (procfs / "77" / "cmdline").write_bytes(b"/usr/sbin/mariadbd\0")
+    assert cpu_window.process_groups(str(procfs)) == []
+
+
+def test_a_groups_waits_are_its_threads_run_delay_on_the_real_kernel() -> None:
+    """Two busy processes pinned to one CPU: each waits for it about as long as the other runs. Their group's
+    waits grow by about the seconds they shared it (each waits half of them); every other process is in the second
+    group, apart."""
+    marker = f"perflab-waits-{os.getpid()}"
+    groups = [{"name": "busy", "cmdline": [marker]}, {"name": "rest", "cmdline": ["."]}]
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    loop = f"import sys, time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass  # {marker}"
+    busy = [subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", loop]) for _ in range(2)]
+    try:
+        # Both in the group before the first read: one still forked and not yet exec'd would bring in the waits of
+        # its whole life at the second (twice SECONDS and more, once, beside a CI simulation).
+        deadline = time.monotonic() + 30
+        while not all(marker.encode() in Path(f"/proc/{p.pid}/cmdline").read_bytes() for p in busy):
+            assert time.monotonic() < deadline, "the busy loops did not start within 30 s"
+            time.sleep(0.05)
+        time.sleep(0.2)
+        before, started = cpu_window.waited_usec(groups), time.monotonic()
+        time.sleep(1.0)
+        after, seconds = cpu_window.waited_usec(groups), time.monotonic() - started
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait(timeout=10)
+    waited_s = (after["busy"] - before["busy"]) / 1e6
+    # Each of the two waits at least while the other runs: together about SECONDS (more where other tasks share
+    # the CPU, never less than a third of it).
+    assert seconds / 3 < waited_s < 2 * seconds + 0.5, (waited_s, seconds)
+    assert "busy" in after and "rest" in after
 
 
 # Seconds from a host program's launch to the instant it is given: longer than a Python start on a loaded machine.

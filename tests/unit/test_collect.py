@@ -305,6 +305,25 @@ def test_the_apps_cpu_is_against_what_its_profile_lets_it_use() -> None:
     assert bound.allotted_cores == 0.25 and bound.busy_fraction == pytest.approx(0.8)
 
 
+def test_each_tiers_service_threads_waits_for_a_cpu_are_read_per_second_of_the_samples() -> None:
+    """The run delay of each tier's own service's process-exporter group (the db tier's either engine's) between
+    its samples, per second; a group whose waits went down (its service restarted in the window) is not read, and
+    where no tier's was, the observations say why."""
+    inputs = bench_inputs("wrk2", 500, ["wrk2-measure.txt"], [])
+    waits = {"app": ({"app-java": 1_000_000, "other": 5}, {"app-java": 6_000_000, "other": 9_000_000}),
+             "db": ({"mysqld": 2_000_000, "other": 0}, {"mysqld": 27_000_000, "other": 50_000_000}),
+             "loadgen": ({"loadgen": 9_000_000}, {"loadgen": 1_000})}  # wrk2 restarted: fewer waits than before
+    for tier, (start, end) in waits.items():
+        inputs["cpu_start"][tier]["waited_usec"], inputs["cpu_end"][tier]["waited_usec"] = start, end
+    waited, reason = collect.service_waited(load_inputs(inputs))
+    # 5 s of the JVM's threads' waits and 25 s of MariaDB's over 25 s; the hog's ("other") are not the service's.
+    assert waited == {"app": 0.2, "db": 1.0} and reason == ""
+    inputs["cpu_start"]["db"]["waited_usec"] = inputs["cpu_end"]["db"]["waited_usec"] = {}  # no process-exporter
+    del inputs["cpu_start"]["app"]["waited_usec"], inputs["cpu_end"]["app"]["waited_usec"]  # a sample from before
+    waited, reason = collect.service_waited(load_inputs(inputs))
+    assert waited is None and reason.startswith("no tier's service's run delay was read at the window's bounds")
+
+
 def test_the_warm_ups_end_reaches_the_audit_from_timeseries_json(tmp_path: Path) -> None:
     """collect hands the audit the warm-up's last 5 s from the timeseries.json it wrote, or why it cannot."""
     from perflab import timeseries

@@ -655,6 +655,12 @@ def test_each_tiers_own_service_cpu_is_read_apart_from_its_hosts() -> None:
     hogged = Observations(db_cpu=TierCpu(0.84, 1), app_cpu=TierCpu(0.3, 1), db_disk_busy=0.02,
                           service_cpu=observer.found.service_cpu, db_name="MariaDB 10.11.18 on perflab-db")
     assert "starved by other processes than MariaDB 10.11.18" in audit.app_is_bottleneck(STEADY, hogged, THRESHOLDS).evidence
+    # How long MariaDB's threads waited for a CPU over the window, where the samples read it: what tells a DB its
+    # host starved from one beside whose idle time the hog ran.
+    waited = audit.app_is_bottleneck(STEADY, dataclasses.replace(hogged, service_waited={"db": 0.62, "app": 0.01}),
+                                     THRESHOLDS)
+    assert waited.evidence.endswith("starved by other processes than MariaDB 10.11.18 (its threads waited 0.62 s per "
+                                    "second for a CPU)"), waited.evidence
     # MariaDB itself at 0.85 of its core: the bottleneck is MariaDB's, as before the split.
     own = audit.app_is_bottleneck(STEADY, dataclasses.replace(hogged, service_cpu={"db": 0.85}), THRESHOLDS)
     assert own.evidence == ("not comparable: app used 0.30 of 1 cores (30%) while MariaDB 10.11.18 on perflab-db was the "

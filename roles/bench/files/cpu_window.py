@@ -5,7 +5,7 @@
 Sleeps until START_AT (unix seconds, the instant every loadgen host starts the measured phase),
 reads the CPU time the host has used so far, sleeps until END_AT (the start plus the phase's
 duration) and reads it again, then prints both as JSON: {"start": sample, "end": sample}, each
-sample {"host", "machine", "cpus", "usage_usec", "at"} as perflab.rundir.CpuSample reads it.
+sample {"host", "machine", "cpus", "usage_usec", "waited_usec", "at"} as perflab.rundir.CpuSample reads it.
 With --out it returns at once and a detached child writes FILE (whole, by a rename) once the
 window has ended: the bench launches it with one plain command per host and reads FILE after the
 phase, instead of keeping an Ansible async job per host (several round trips each).
@@ -15,13 +15,19 @@ count its seconds at rest as well). `at` is when each was read: a sampler starte
 reads at once, and perflab collect divides by the seconds it really covered.
 
 A container's CPU time is its cgroup's (v1 or v2); a machine's is /proc/stat without idle and
-iowait. Runs on the lab's hosts under their python3 (3.9 or later): standard library only.
+iowait. `waited_usec` is how long the threads of each of process-exporter's groups on the host
+(the config its running process names: the groups the tiers' CPU figures come from) have waited
+for a CPU so far, summed over their tasks' run delay (/proc/<pid>/task/<tid>/schedstat); a task
+that ended in the window takes its waits with it. {} where process-exporter does not run, or the
+kernel keeps no schedstat. Runs on the lab's hosts under their python3 (3.9 or later): standard
+library only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -59,25 +65,89 @@ def machine_usage_usec(proc_stat: str = "/proc/stat") -> int:
     return busy * 1_000_000 // os.sysconf("SC_CLK_TCK")
 
 
+# process-exporter's command line (roles/process_exporter's override.conf.j2: -config.path=FILE).
+EXPORTERS = ("prometheus-process-exporter", "process-exporter")
+CONFIG_FLAG = "-config.path="
+
+
+def argv_of(proc: Path) -> list[str]:
+    return [arg.decode(errors="replace") for arg in (proc / "cmdline").read_bytes().split(b"\0")[:-1]]
+
+
+def process_groups(procfs: str = "/proc") -> list[dict[str, Any]]:
+    """The groups the host's running process-exporter matches processes with (its config's process_names:
+    JSON under comment lines, which YAML reads too, roles/process_exporter's config.yml.j2); [] where none
+    runs."""
+    for proc in Path(procfs).iterdir():
+        try:
+            argv = argv_of(proc) if proc.name.isdigit() else []
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) in EXPORTERS:
+            for arg in argv[1:]:
+                if arg.startswith(CONFIG_FLAG):  # JSON below the template's comment lines
+                    lines = Path(arg[len(CONFIG_FLAG):]).read_text().splitlines()
+                    config = json.loads("\n".join(line for line in lines if not line.startswith("#")))
+                    return list(config["process_names"])
+    return []
+
+
+def group_of(comm: str, argv: list[str], groups: list[dict[str, Any]]) -> str | None:
+    """The first group whose every given matcher matches, as process-exporter reads them: comm, the kernel's
+    name; exe, argv[0] (whole where the entry has a '/', else its basename); cmdline, regular expressions
+    that each match somewhere in the arguments joined by spaces."""
+    for group in groups:
+        if "comm" in group and comm not in group["comm"]:
+            continue
+        if "exe" in group and not (argv and any(argv[0] == exe if "/" in exe else os.path.basename(argv[0]) == exe
+                                                for exe in group["exe"])):
+            continue
+        if "cmdline" in group and not all(re.search(regex, " ".join(argv)) for regex in group["cmdline"]):
+            continue
+        return str(group["name"])
+    return None
+
+
+def waited_usec(groups: list[dict[str, Any]], procfs: str = "/proc") -> dict[str, int]:
+    """Each group's threads' time waiting for a CPU so far (the second field of each task's schedstat, ns), in
+    microseconds; a process that ends while it is read is left out."""
+    waited: dict[str, int] = {}
+    for proc in Path(procfs).iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            group = group_of((proc / "comm").read_text().rstrip("\n"), argv_of(proc), groups)
+            if group is None:
+                continue
+            ns = sum(int((task / "schedstat").read_text().split()[1]) for task in (proc / "task").iterdir())
+        except (OSError, IndexError, ValueError):
+            continue
+        waited[group] = waited.get(group, 0) + ns // 1000
+    return waited
+
+
 def in_container() -> bool:
     return os.path.exists("/run/systemd/container") or os.path.exists("/.dockerenv")
 
 
-def sample(host: str, usage: Callable[[], int], clock: Callable[[], float] = time.time) -> dict[str, Any]:
-    return {"host": host, "machine": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
+def sample(host: str, usage: Callable[[], int], clock: Callable[[], float] = time.time,
+           waited: Callable[[], dict[str, int]] = dict) -> dict[str, Any]:
+    """USAGE read first, and `at` is when: the threads' waits, read after them, take a scan of /proc."""
+    read = {"host": host, "machine": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
             "cpus": sorted(os.sched_getaffinity(0)), "usage_usec": usage(), "at": clock()}
+    return {**read, "waited_usec": waited()}
 
 
 def at_bounds(host: str, start_at: float, end_at: float, usage: Callable[[], int],
-              clock: Callable[[], float] = time.time,
-              sleep: Callable[[float], None] = time.sleep) -> dict[str, dict[str, Any]]:
+              clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+              waited: Callable[[], dict[str, int]] = dict) -> dict[str, dict[str, Any]]:
     """The two samples, each read as soon as its bound has come (at once when it has passed)."""
     if not end_at > start_at:
         raise SystemExit(f"cpu_window: the window ends ({end_at}) after it starts ({start_at})")
     samples = {}
     for name, bound in (("start", start_at), ("end", end_at)):
         sleep(max(0.0, bound - clock()))
-        samples[name] = sample(host, usage, clock)
+        samples[name] = sample(host, usage, clock, waited)
     return samples
 
 
@@ -114,13 +184,24 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"cpu_window: the window ends ({end_at}) after it starts ({start_at})\n")
         return 2
     usage = container_usage_usec if in_container() else machine_usage_usec
+    try:  # read before the window opens
+        groups = process_groups()
+    except (OSError, ValueError, KeyError, TypeError):  # a config from before it was JSON: no waits read
+        groups = []
+
+    def waited() -> dict[str, int]:  # never at the cost of the CPU samples
+        try:
+            return waited_usec(groups)
+        except Exception:  # e.g. a regular expression Go reads and Python does not: no waits, the CPU kept
+            return {}
+
     if out is None:
-        print(json.dumps(at_bounds(host, start_at, end_at, usage)))
+        print(json.dumps(at_bounds(host, start_at, end_at, usage, waited=waited)))
         return 0
     out.unlink(missing_ok=True)  # a reader never finds an earlier window's samples
     if detach():
         try:
-            write_whole(out, json.dumps(at_bounds(host, start_at, end_at, usage)))
+            write_whole(out, json.dumps(at_bounds(host, start_at, end_at, usage, waited=waited)))
         except BaseException as exc:  # the reader is told why there are no samples
             write_whole(out, json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         finally:
