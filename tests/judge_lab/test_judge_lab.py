@@ -142,6 +142,11 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     sessions = observations["db_sessions"]
     assert sessions is not None and sessions["total"] > 0 and sessions["tls"] == sessions["total"], sessions
     assert observations["app_max_rss_bytes"] > 50e6
+    # How long the app's and the DB's own threads waited for a CPU, read on their hosts at the window's bounds
+    # (cpu_window.py, with the groups of the config process-exporter runs with): a JVM under load waits some.
+    waited = observations["service_waited"]
+    assert waited is not None and {"app", "db"} <= set(waited) and waited["app"] > 0, (
+        waited, observations["unobserved"].get("service_waited"))
     rules = {rule["rule"]: rule for rule in read_json(short_run / "audit.json")["rules"]}
     for name in ("steady_mix", "same_db_work"):
         assert rules[name]["status"] == "VALID", rules[name]
