@@ -21,7 +21,6 @@ import datetime
 import json
 import re
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -442,17 +441,21 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
     """The run's observations (the bench's CPU samples and DB sessions, then what Prometheus saw)
     and utilization.json, written; says what became of the latter."""
     loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
-    window = observe.Window(_unix(inputs.measure_started_at), _unix(inputs.measure_ended_at),
-                            quiet_s=inputs.quiet_s, scrape_interval_s=inputs.scrape_interval_s)
-    # Wait until Prometheus has scraped every target after the window and its quiet time, and the
-    # DB once more (the lab's own statements at rest).
-    time.sleep(max(0.0, window.end + window.settled_s - time.time()))
+    # Wait until Prometheus has scraped every target read at rest after the window, and the DB once
+    # more (the lab's own statements at rest).
+    window = observe.settle(Prometheus(prometheus_url), observe.Window(
+        _unix(inputs.measure_started_at), _unix(inputs.measure_ended_at),
+        quiet_s=inputs.quiet_s, scrape_interval_s=inputs.scrape_interval_s))
+    rest = (f"at rest {window.at_rest - window.end:.1f} s after its end (each target's first scrape after the load), "
+            f"the DB again {window.at_rest_later - window.end:.1f} s after it" if window.rest_at is not None else
+            f"at rest {window.at_rest - window.end:.1f} s after its end (fixed: Prometheus did not show each "
+            f"target's scrape after the load within {window.settled_s:.0f} s)")
     sessions, sessions_reason = db_sessions(run_dir)
     database = database_name(inputs.versions.get("database") or "")
     sampled = Observations(
         source=f"cgroup cpu.stat of each tier's host, read at the measured window's bounds (cpu_window.py), "
                f"and Prometheus at {prometheus_url} "
-               f"({inputs.measure_started_at} .. {inputs.measure_ended_at})",
+               f"({inputs.measure_started_at} .. {inputs.measure_ended_at}; its counters {rest})",
         loadgen_cpu=loadgen_cpu,
         loadgen_hosts=loadgen_hosts,
         app_cpu=app_cpu(inputs),

@@ -14,15 +14,17 @@ moment), never with increase(), which extrapolates to the window's edges: two co
 targets scraped at different moments would extrapolate differently and their ratio (statements
 per request) would be off by several percent. Counters of different targets are read at rest:
 the bench leaves the lab without load for Window.quiet_s (more than a scrape interval) before the
-measured phase starts and reads them quiet_s after it ended, so the last sample of every target
-before the start and the first after the end bound exactly the measured requests. (Read at a
-moment under load, each target's last sample lags by its own scrape offset: up to a scrape
-interval of requests more on one side than on the other.)
+measured phase starts, and after it `settle` finds the moment by which every target read at rest
+(REST_TARGETS) has been scraped once the load was over (Window.at_rest), so the last sample of
+every target before the start and the first after the end bound exactly the measured requests.
+(Read at a moment under load, each target's last sample lags by its own scrape offset: up to a
+scrape interval of requests more on one side than on the other.)
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Protocol
@@ -82,12 +84,32 @@ APP_REQUESTS = 'http_server_requests_seconds_count{{job="app",application="{app}
 DB_STATEMENTS = tiers.db_statements()
 
 
+# The targets whose counters are read at rest after the window: the app's (its requests, latency
+# histogram and JIT time), the DB exporter's (its statements) and the app host's process-exporter (its
+# JVM's start time). Prometheus' own up of each: one sample at every scrape, at the scrape's moment.
+REST_TARGETS = 'up{job=~"app|process|mysqld|postgres"}'
+
+
+def is_rest_target(labels: Mapping[str, str]) -> bool:
+    """Whether a series of REST_TARGETS is one read at rest: process-exporter's only on the app host."""
+    return labels.get("job") != "process" or labels.get("tier") == "app"
+
+
+# Seconds after the window's end from which a scrape counts as at rest: the tool's exit and the answers
+# still in flight when it stopped (milliseconds at the lab's rates; an app that queues requests for longer
+# is past its capacity, and its run is judged on that).
+REST_AFTER_S = 1.0
+
+
 @dataclass(frozen=True)
 class Window:
     start: float  # unix seconds
     end: float
-    quiet_s: float = 0.0  # seconds without load the bench left on each side of the window
+    quiet_s: float = 0.0  # seconds without load the bench left before the window
     scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S  # Prometheus' (bench-inputs.json)
+    # The moments the counters are read at rest, found by settle(); None: the fixed moments (at_rest).
+    rest_at: float | None = None
+    rest_later_at: float | None = None
 
     def __post_init__(self) -> None:
         if not self.end > self.start:
@@ -96,18 +118,41 @@ class Window:
             raise ValueError(f"a window's quiet time is >= 0 s, not {self.quiet_s}")
         if not (math.isfinite(self.scrape_interval_s) and self.scrape_interval_s > 0):
             raise ValueError(f"a scrape interval is > 0 s, not {self.scrape_interval_s}")
+        if (self.rest_at is None) != (self.rest_later_at is None):
+            raise ValueError("a window's moments at rest are both known or both not")
+        if self.rest_at is not None and self.rest_later_at is not None and not self.end < self.rest_at < self.rest_later_at:
+            raise ValueError(f"a window is at rest after its end ({self.end}), and the DB read again after that, "
+                             f"not at {self.rest_at} and {self.rest_later_at}")
+
+    @property
+    def at_rest(self) -> float:
+        """When every target read at rest has been scraped since the load ended (settle), else the
+        window's end plus its quiet time, the fixed moment of runs collected before settle()."""
+        return self.rest_at if self.rest_at is not None else self.end + self.quiet_s
+
+    @property
+    def at_rest_later(self) -> float:
+        """When the DB has been scraped once more at rest (the lab's own statements' rate): settle's, else
+        rest_read_s after at_rest."""
+        return self.rest_later_at if self.rest_later_at is not None else self.at_rest + self.rest_read_s
+
+    @property
+    def settled_at(self) -> float:
+        """When Prometheus holds all a run's observations: the DB's second reading at rest (settle),
+        else settled_s after the end."""
+        return self.rest_later_at if self.rest_later_at is not None else self.end + self.settled_s
 
     @property
     def rest_read_s(self) -> float:
-        """Seconds after the first reading at rest that the DB's statements are read again, for the
-        rate at which the lab alone issues them: more than one scrape interval, so a second sample."""
+        """Fixed moments: seconds after the first reading at rest that the DB's statements are read again,
+        for the rate at which the lab alone issues them: more than one scrape interval, so a second sample."""
         return self.scrape_interval_s + 1.0
 
     @property
     def settled_s(self) -> float:
-        """Seconds after the window's end by which every target has been scraped after the window
-        and after its quiet time, and the DB once more (rest_read_s), with a margin: when
-        Prometheus has all a run's observations."""
+        """Fixed moments: seconds after the window's end by which every target has been scraped after
+        the window and after its quiet time, and the DB once more (rest_read_s), with a margin. It also
+        bounds settle()'s wait."""
         return max(2 * self.scrape_interval_s + 2.0, self.quiet_s + self.rest_read_s + 2.0)
 
     @property
@@ -123,6 +168,50 @@ class Window:
     def range(self) -> str:
         """The window as a PromQL range, evaluated at its end."""
         return f"{max(1, round(self.seconds))}s"
+
+
+def _latest_first_scrape(prometheus: Prometheus, selector: str, after: float, at: float, interval_s: float,
+                         keep: Callable[[Mapping[str, str]], bool] = lambda _: True) -> float | None:
+    """The latest of the first scrapes after AFTER, up to AT, of each target of SELECTOR (those KEEP keeps)
+    scraped within two scrape intervals before it; None while one of them has not been scraped since (a
+    scrape that failed, up 0, read nothing), or none was."""
+    firsts = []
+    for series in prometheus.samples(selector, after - 2 * interval_s, at):
+        if not keep(series.labels):
+            continue
+        since = [t for t, up in series.points if t > after and up == 1]
+        if not since:
+            return None
+        firsts.append(min(since))
+    return max(firsts) if firsts else None
+
+
+def settle(prometheus: Prometheus, window: Window, now: Callable[[], float] = time.time,
+           sleep: Callable[[float], None] = time.sleep) -> Window:
+    """Waits until Prometheus holds the run's readings at rest and returns WINDOW with their moments:
+    rest_at, the latest first scrape of each target read at rest (REST_TARGETS) after the window's end
+    and REST_AFTER_S; rest_later_at, the DB exporter's first scrape after that (the lab's own statements
+    at rest, read between the two). Each target is scraped once every interval at its own offset, so
+    with a scrape every 5 s they come 1-6 s and 6-11 s after the end, where the fixed moments waited
+    15 s (Window.settled_s). Polled every half second; where Prometheus cannot say by then
+    (unreachable, a target no longer scraped, no DB exporter), this waits until settled_s after the end
+    and the window keeps its fixed moments."""
+    after = window.end + REST_AFTER_S
+    deadline = window.end + window.settled_s
+    while True:
+        at = min(now(), deadline)  # a run collected later reads the same moments
+        try:
+            rest = (_latest_first_scrape(prometheus, REST_TARGETS, after, at, window.scrape_interval_s, is_rest_target)
+                    if at > after else None)
+            later = None if rest is None or not at > rest else _latest_first_scrape(
+                prometheus, tiers.DB_SCRAPES, rest, at, window.scrape_interval_s)
+        except PrometheusError:
+            rest = later = None
+        if rest is not None and later is not None:
+            return replace(window, rest_at=rest, rest_later_at=later)
+        if now() >= deadline:
+            return window
+        sleep(max(0.0, min(0.5, window.scrape_interval_s / 4, deadline - now())))
 
 
 # The app's request-handling capacity, one naming scheme (apps/contract/README.md "Metrics"): each
@@ -342,7 +431,7 @@ class Observer:
         down between the window's start and the reading at rest after it (the JVM started again, and every
         counter of the app with it, from zero). None when it did not. Asked once."""
         if self._app_reset is None:
-            resets = self._resets(APP_REQUESTS.format(app=self.app), self.window.end + self.window.quiet_s)
+            resets = self._resets(APP_REQUESTS.format(app=self.app), self.window.at_rest)
             self._app_reset = (f"the app {self.app}'s counters went back {resets:.0f} time(s) in the window "
                                "(http_server_requests_seconds_count: its JVM started again, counting from zero): "
                                "what they counted before cannot be added to what they counted after"
@@ -376,8 +465,8 @@ class Observer:
             self.found.unobserved["write_share_by_third"] = "a third of the window saw no request at the app"
         else:
             self.found = replace(self.found, write_share_by_third=(shares[0], shares[1], shares[2]))
-        # Statements against requests: both read at rest, after the quiet time that followed the phase.
-        at_rest = w.end + w.quiet_s
+        # Statements against requests: both read at rest, once every target was scraped after the phase.
+        at_rest = w.at_rest
         counts = {k: v - by_moment[0].get(k, 0.0) for k, v in self._by_route(at_rest).items()}
         requests = sum(counts.values())
         expected, why = expected_statements(counts, self.statements)
@@ -402,7 +491,7 @@ class Observer:
                 f"over {requests:.0f} requests, more than half of same_db_work's tolerance ({tolerance}); "
                 "run longer or at a higher rate")
             return
-        db_resets = self._resets(DB_STATEMENTS, at_rest + w.rest_read_s)
+        db_resets = self._resets(DB_STATEMENTS, w.at_rest_later)
         if db_resets > 0:
             self.found.unobserved["statements_per_request"] = (
                 f"the DB's statement counters went back {db_resets:.0f} time(s) in the window (the DB started again, "
@@ -414,14 +503,14 @@ class Observer:
     def _workload_statements(self, kind: str, at_rest: float) -> tuple[float, float] | None:
         """The DB's statements of one kind from the window's start to at_rest, less the lab's own:
         the exporter's queries at every scrape (and any keep-alive) go on at rest too. Their rate is
-        read between two samples at rest, at_rest and one scrape later (Window.rest_read_s), and taken off
+        read between two samples at rest, at_rest and the DB's next scrape (Window.at_rest_later), and taken off
         for the time between the first and the last sample read; at 50 req/s they were 0.03 to 0.05
         selects per request, the tolerance of same_db_work. Returns (the workload's statements,
         the lab's own between the two samples at rest: one scrape's worth)."""
         # PostgreSQL's counters have a series per kind only once a statement of the kind ran: a kind
         # without one counts 0 wherever the DB has counters of another kind. Every kind is scraped at once.
         series = tiers.db_statements(kind)
-        start, rest, later = self.window.start, at_rest, at_rest + self.window.rest_read_s
+        start, rest, later = self.window.start, at_rest, self.window.at_rest_later
         values = [self.prom.value(f"sum({series}) or 0 * sum({DB_STATEMENTS})", at) for at in (start, rest, later)]
         times = [self.prom.value(f"max(timestamp({DB_STATEMENTS}))", at) for at in (start, rest, later)]
         if values[0] is None or values[1] is None:
@@ -561,7 +650,7 @@ class Observer:
         def buckets(at: float) -> histogram.Cumulative:
             return histogram.cumulative((s.labels.get("le", ""), s.value) for s in self.prom.query(expr, at))
 
-        after = buckets(w.end + w.quiet_s)
+        after = buckets(w.at_rest)
         routes = ", ".join(endpoints)
         if not after:
             self.found.unobserved["server_latency"] = (
@@ -588,7 +677,7 @@ class Observer:
         window's last scrape interval has been scraped; a start after the window's end is not this
         window's (a later sample of the same JVM would hide an earlier restart, hence the filter)."""
         w = self.window
-        at = w.end + w.settled_s
+        at = w.settled_at
         span = f"{max(1, math.ceil(at - w.start))}s"
         started = self.prom.value(
             f"max(max_over_time((({APP_JVM_START} > 0) <= {w.end:.3f})[{span}:{w.step}]))", at)

@@ -1,4 +1,4 @@
-"""A small client of Prometheus' HTTP API (instant and range queries), stdlib only.
+"""A small client of Prometheus' HTTP API (instant and range queries, raw samples), stdlib only.
 
 Every failure (unreachable, HTTP error, a query Prometheus rejects, an answer that is not
 Prometheus') raises PrometheusError with one sentence an operator can act on; one that no later
@@ -91,6 +91,17 @@ class Prometheus:
         data = self._get("/api/v1/query_range", params)
         return [
             Series(dict(r["metric"]), tuple((float(t), float(v)) for t, v in r["values"]))
+            for r in data.get("result", [])
+        ]
+
+    def samples(self, selector: str, since: float, at: float) -> list[Series]:
+        """The raw samples of SELECTOR (a series selector) after SINCE up to AT (unix times), each at the
+        moment of its scrape: a range-vector selector asked as an instant query."""
+        if not at > since:
+            raise ValueError(f"samples are asked over a span that ends after it starts, not {since}..{at}")
+        data = self._get("/api/v1/query", {"query": f"{selector}[{math.ceil((at - since) * 1000)}ms]", "time": f"{at:.3f}"})
+        return [
+            Series(dict(r["metric"]), tuple((float(t), float(v)) for t, v in r.get("values", []) if float(t) > since))
             for r in data.get("result", [])
         ]
 

@@ -39,6 +39,8 @@ def db_statements(command: str = "select|insert|update|delete") -> str:
 
 # 1 while the exporter can reach the DB, 0 at each scrape it cannot (the exporter keeps running).
 DB_UP = '{__name__=~"mysql_up|pg_up",' + _DB_JOBS + "}"
+# Prometheus' own up of each DB exporter's target: one sample at every scrape, at the scrape's moment.
+DB_SCRAPES = 'up{' + _DB_JOBS + '}'
 # The DB server the db tier runs, named in its label engine by the exporter Prometheus scrapes.
 DB_ENGINE = ('label_replace(count(mysql_up{job="mysqld"}), "engine", "MariaDB/MySQL", "", "") '
              'or label_replace(count(pg_up{job="postgres"}), "engine", "PostgreSQL", "", "")')

@@ -139,6 +139,12 @@ def test_a_normal_run_is_judged_from_prometheus_and_not_blamed_on_the_db(short_r
     observed, expected = observations["statements_per_request"], observations["expected_statements_per_request"]
     assert observed and expected, observations["unobserved"]
     assert abs(observed["select"] - expected["select"]) <= 0.05 and abs(observed["insert"] - expected["insert"]) <= 0.05
+    # Issue 22: those counters were read at each target's first scrape after the load (settle), not at the fixed
+    # 15 s after it: at a 5 s scrape, 1-6 s after the end and the DB again up to a scrape after that.
+    rest = re.search(r"its counters at rest ([0-9.]+) s after its end \(each target's first scrape after the load\), "
+                     r"the DB again ([0-9.]+) s after it", observations["source"])
+    assert rest is not None, observations["source"]
+    assert 1.0 < float(rest[1]) < float(rest[2]) < 15.0, observations["source"]
     sessions = observations["db_sessions"]
     assert sessions is not None and sessions["total"] > 0 and sessions["tls"] == sessions["total"], sessions
     assert observations["app_max_rss_bytes"] > 50e6

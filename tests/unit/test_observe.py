@@ -13,7 +13,7 @@ import pytest
 from perflab import audit, observe, rundir, scenario, tiers
 from perflab.audit import THRESHOLDS, Status
 from perflab.model import from_jsonable
-from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable, Sample
+from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable, Sample, Series
 from perflab.observations import DbSessions, Observations, Saturation, StatementsPerRequest, TierCpu
 
 from .test_audit import STEADY, rule_result
@@ -354,6 +354,89 @@ def test_statements_per_request_stay_right_at_a_15_s_scrape_interval() -> None:
     assert assumed.statements_per_request is not None and assumed.statements_per_request.select > 1.002
     with pytest.raises(ValueError, match="a scrape interval is > 0 s, not 0.0"):
         observe.Window(1000.0, 1060.0, scrape_interval_s=0.0)
+
+
+class ScrapedTargets(ScrapedLab):
+    """ScrapedLab's Prometheus with each target's raw scrapes (samples()): the app at its offset, mysqld at
+    its own, process-exporter on the app host at :x2 and on the loadgen host at :x0.9 (not read at rest),
+    every scrape up 1 except the app's from APP_DOWN_FROM on. Prometheus holds a scrape from its moment on."""
+
+    def __init__(self, *args: object, app_down_from: float = float("inf"), **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.app_down_from = app_down_from
+        self.asked: list[tuple[str, float, float]] = []
+
+    def samples(self, selector: str, since: float, at: float) -> list[Series]:
+        self.asked.append((selector, since, at))
+        targets = {"app": ({"job": "app", "tier": "app"}, self.app_offset),
+                   "mysqld": ({"job": "mysqld", "tier": "db"}, self.db_offset),
+                   "process-app": ({"job": "process", "tier": "app"}, 2.0),
+                   "process-loadgen": ({"job": "process", "tier": "loadgen"}, 0.9)}
+        if selector == tiers.DB_SCRAPES:
+            targets = {"mysqld": targets["mysqld"]}
+        else:
+            assert selector == observe.REST_TARGETS, selector
+        found = []
+        for name, (labels, offset) in targets.items():
+            moments = [self._last_scrape(at, offset) - self.interval * i for i in range(int((at - since) // self.interval) + 2)]
+            points = tuple((t, 0.0 if name == "app" and t >= self.app_down_from else 1.0) for t in sorted(moments) if t > since)
+            found.append(Series(labels=labels, points=points))
+        return found
+
+
+class Clock:
+    """A fake time.time and time.sleep: sleeping moves the clock."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds > 0, "settle sleeps only forward"
+        self.now += seconds
+
+
+def test_the_counters_are_read_at_rest_at_each_targets_first_scrape_after_the_load() -> None:
+    """Issue 22: the fixed 15 s after the window's end became each target's first scrape after it. The load
+    ends at 1060 (and 1 s for what is still in flight): the app is scraped again at 1064, process-exporter on
+    the app host at 1062, mysqld at 1065.5 and again at 1070.5; process-exporter on the loadgen host (1065.9)
+    is not read at rest. collect starts at 1061.5, after the run play's last tasks."""
+    lab = ScrapedTargets(200.0, [(900.0, 993.0), (1000.5, 1059.8)], at_rest=7.0)
+    window = observe.Window(1000.0, 1060.0, quiet_s=7.0)
+    clock = Clock(1061.5)
+    settled = observe.settle(lab, window, clock.time, clock.sleep)  # type: ignore[arg-type]
+    assert (settled.rest_at, settled.rest_later_at) == (1065.5, 1070.5)
+    assert (settled.at_rest, settled.at_rest_later, settled.settled_at) == (1065.5, 1070.5, 1070.5)
+    assert 1070.5 <= clock.now <= 1071.0  # half a second's polls, where the fixed moments waited until 1075
+    # The statements per request read at those moments: one select each, the exporter's own taken off.
+    found = statements(lab, settled)
+    assert found.statements_per_request is not None
+    assert found.statements_per_request.select == pytest.approx(1.0)
+    # A run collected later reads the same moments, and does not wait.
+    later = Clock(5000.0)
+    assert observe.settle(lab, window, later.time, later.sleep) == settled  # type: ignore[arg-type]
+    assert later.now == 5000.0
+
+
+def test_a_target_not_scraped_after_the_load_keeps_the_fixed_moments() -> None:
+    """The app's scrapes fail from 1062 (up 0: nothing read): settle waits as long as the fixed moments
+    did (15 s after the end) and keeps them; so does a Prometheus that cannot be reached."""
+    lab = ScrapedTargets(200.0, [(1000.5, 1059.8)], app_down_from=1062.0)
+    window = observe.Window(1000.0, 1060.0, quiet_s=7.0)
+    clock = Clock(1061.5)
+    assert observe.settle(lab, window, clock.time, clock.sleep) == window  # type: ignore[arg-type]
+    assert clock.now == 1075.0 == window.end + window.settled_s
+    assert (window.at_rest, window.at_rest_later, window.settled_at) == (1067.0, 1073.0, 1075.0)
+    clock = Clock(1061.5)
+    dead = Prometheus(f"http://127.0.0.1:{closed_port()}", timeout_s=2)
+    assert observe.settle(dead, window, clock.time, clock.sleep) == window
+    assert clock.now == 1075.0
+    with pytest.raises(ValueError, match="at rest after its end"):
+        observe.Window(1000.0, 1060.0, rest_at=1059.0, rest_later_at=1065.0)
+    with pytest.raises(ValueError, match="both known or both not"):
+        observe.Window(1000.0, 1060.0, rest_at=1062.0)
 
 
 def test_counters_that_went_back_in_the_window_give_no_statements_per_request() -> None:
