@@ -374,10 +374,14 @@ def sample_cpu(start: CpuSample, end: CpuSample, window_s: float | None = None) 
 def service_waited(inputs: BenchInputs) -> tuple[dict[str, float] | None, str]:
     """Per tier, the seconds per second its own service's threads (perflab.tiers.SERVICE_GROUPS) waited for a
     CPU between the window's samples; the tiers whose waits were not read are left out, and where none was
-    read, why."""
+    read, why. Of several loadgen hosts, the one whose CPU is the tier's figure (loadgen_cpus: the busiest)."""
     waited: dict[str, float] = {}
-    for tier, start in inputs.cpu_start.items():
-        end = inputs.cpu_end[tier]
+    samples = {tier: (start, inputs.cpu_end[tier]) for tier, start in inputs.cpu_start.items()}
+    if len(inputs.loadgen_hosts_cpu) > 1:
+        busiest = max(inputs.loadgen_hosts_cpu.values(),
+                      key=lambda host: sample_cpu(host.start, host.end, window_s(inputs)).busy_fraction)
+        samples["loadgen"] = (busiest.start, busiest.end)
+    for tier, (start, end) in samples.items():
         groups = [g for g in start.waited_usec if g in end.waited_usec and re.fullmatch(SERVICE_GROUPS.get(tier, ""), g)]
         delta = sum(end.waited_usec[g] - start.waited_usec[g] for g in groups)
         if groups and delta >= 0:  # a service restarted in the window lost its threads' waits: not read

@@ -318,6 +318,16 @@ def test_each_tiers_service_threads_waits_for_a_cpu_are_read_per_second_of_the_s
     waited, reason = collect.service_waited(load_inputs(inputs))
     # 5 s of the JVM's threads' waits and 25 s of MariaDB's over 25 s; the hog's ("other") are not the service's.
     assert waited == {"app": 0.2, "db": 1.0} and reason == ""
+    # Two loadgen hosts: the tier's waits are those of the host whose CPU is its figure, the busiest (issue 24: the
+    # first host's were read whatever the others did).
+    inputs["loadgen_hosts_cpu"] = {
+        name: {"start": {**_sample(name, 0, 0.0, [0]), "waited_usec": {"loadgen": 0}},
+               "end": {**_sample(name, busy, 25.0, [0]), "waited_usec": {"loadgen": waits}}}
+        for name, busy, waits in (("perflab-loadgen", 2_000_000, 10_000_000), ("perflab-loadgen-2", 20_000_000, 5_000_000))}
+    waited, _ = collect.service_waited(load_inputs(inputs))
+    assert waited == {"app": 0.2, "db": 1.0, "loadgen": 0.2}
+    assert collect.loadgen_cpus(load_inputs(inputs))[0].busy_cores == 0.8  # the same host's
+    inputs["loadgen_hosts_cpu"] = {}
     inputs["cpu_start"]["db"]["waited_usec"] = inputs["cpu_end"]["db"]["waited_usec"] = {}  # no process-exporter
     del inputs["cpu_start"]["app"]["waited_usec"], inputs["cpu_end"]["app"]["waited_usec"]  # a sample from before
     waited, reason = collect.service_waited(load_inputs(inputs))
