@@ -95,12 +95,6 @@ def is_rest_target(labels: Mapping[str, str]) -> bool:
     return labels.get("job") != "process" or labels.get("tier") == "app"
 
 
-# Seconds after the window's end from which a scrape counts as at rest: the tool's exit and the answers
-# still in flight when it stopped (milliseconds at the lab's rates; an app that queues requests for longer
-# is past its capacity, and its run is judged on that).
-REST_AFTER_S = 1.0
-
-
 @dataclass(frozen=True)
 class Window:
     start: float  # unix seconds
@@ -123,6 +117,14 @@ class Window:
         if self.rest_at is not None and self.rest_later_at is not None and not self.end < self.rest_at < self.rest_later_at:
             raise ValueError(f"a window is at rest after its end ({self.end}), and the DB read again after that, "
                              f"not at {self.rest_at} and {self.rest_later_at}")
+
+    @property
+    def rest_after_s(self) -> float:
+        """Seconds after the window's end from which a scrape counts as at rest: the margin the bench's
+        quiet time leaves beyond a scrape interval before the window (bench_quiet_s, 1 s), for the tool's
+        exit and the answers still in flight when it stopped (milliseconds at the lab's rates; an app that
+        queues requests for longer is past its capacity, and its run is judged on that)."""
+        return max(0.0, self.quiet_s - self.scrape_interval_s)
 
     @property
     def at_rest(self) -> float:
@@ -189,14 +191,14 @@ def _latest_first_scrape(prometheus: Prometheus, selector: str, after: float, at
 def settle(prometheus: Prometheus, window: Window, now: Callable[[], float] = time.time,
            sleep: Callable[[float], None] = time.sleep) -> Window:
     """Waits until Prometheus holds the run's readings at rest and returns WINDOW with their moments:
-    rest_at, the latest first scrape of each target read at rest (REST_TARGETS) after the window's end
-    and REST_AFTER_S; rest_later_at, the DB exporter's first scrape after that (the lab's own statements
+    rest_at, the latest first scrape of each target read at rest (REST_TARGETS) from rest_after_s after the
+    window's end on; rest_later_at, the DB exporter's first scrape after that (the lab's own statements
     at rest, read between the two). Each target is scraped once every interval at its own offset, so
     with a scrape every 5 s they come 1-6 s and 6-11 s after the end, where the fixed moments waited
     15 s (Window.settled_s). Polled every half second; where Prometheus cannot say by then
     (unreachable, a target no longer scraped, no DB exporter), this waits until settled_s after the end
     and the window keeps its fixed moments."""
-    after = window.end + REST_AFTER_S
+    after = window.end + window.rest_after_s
     deadline = window.end + window.settled_s
     while True:
         at = min(now(), deadline)  # a run collected later reads the same moments

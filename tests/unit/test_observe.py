@@ -399,17 +399,18 @@ class Clock:
 
 
 def test_the_counters_are_read_at_rest_at_each_targets_first_scrape_after_the_load() -> None:
-    """Issue 22: the fixed 15 s after the window's end became each target's first scrape after it. The load
+    """Issue 22: the fixed moments after the window's end (15 s) became each target's first scrape after it. The load
     ends at 1060 (and 1 s for what is still in flight): the app is scraped again at 1064, process-exporter on
     the app host at 1062, mysqld at 1065.5 and again at 1070.5; process-exporter on the loadgen host (1065.9)
     is not read at rest. collect starts at 1061.5, after the run play's last tasks."""
-    lab = ScrapedTargets(200.0, [(900.0, 993.0), (1000.5, 1059.8)], at_rest=7.0)
-    window = observe.Window(1000.0, 1060.0, quiet_s=7.0)
+    lab = ScrapedTargets(200.0, [(900.0, 994.0), (1000.5, 1059.8)], at_rest=7.0)
+    window = observe.Window(1000.0, 1060.0, quiet_s=6.0)  # bench_quiet_s: the 5 s scrape and 1 s
+    assert window.rest_after_s == 1.0
     clock = Clock(1061.5)
     settled = observe.settle(lab, window, clock.time, clock.sleep)  # type: ignore[arg-type]
     assert (settled.rest_at, settled.rest_later_at) == (1065.5, 1070.5)
     assert (settled.at_rest, settled.at_rest_later, settled.settled_at) == (1065.5, 1070.5, 1070.5)
-    assert 1070.5 <= clock.now <= 1071.0  # half a second's polls, where the fixed moments waited until 1075
+    assert 1070.5 <= clock.now <= 1071.0  # half a second's polls, where the fixed moments waited until 1074
     # The statements per request read at those moments: one select each, the exporter's own taken off.
     found = statements(lab, settled)
     assert found.statements_per_request is not None
@@ -422,17 +423,17 @@ def test_the_counters_are_read_at_rest_at_each_targets_first_scrape_after_the_lo
 
 def test_a_target_not_scraped_after_the_load_keeps_the_fixed_moments() -> None:
     """The app's scrapes fail from 1062 (up 0: nothing read): settle waits as long as the fixed moments
-    did (15 s after the end) and keeps them; so does a Prometheus that cannot be reached."""
+    did (14 s after the end) and keeps them; so does a Prometheus that cannot be reached."""
     lab = ScrapedTargets(200.0, [(1000.5, 1059.8)], app_down_from=1062.0)
-    window = observe.Window(1000.0, 1060.0, quiet_s=7.0)
+    window = observe.Window(1000.0, 1060.0, quiet_s=6.0)
     clock = Clock(1061.5)
     assert observe.settle(lab, window, clock.time, clock.sleep) == window  # type: ignore[arg-type]
-    assert clock.now == 1075.0 == window.end + window.settled_s
-    assert (window.at_rest, window.at_rest_later, window.settled_at) == (1067.0, 1073.0, 1075.0)
+    assert clock.now == 1074.0 == window.end + window.settled_s
+    assert (window.at_rest, window.at_rest_later, window.settled_at) == (1066.0, 1072.0, 1074.0)
     clock = Clock(1061.5)
     dead = Prometheus(f"http://127.0.0.1:{closed_port()}", timeout_s=2)
     assert observe.settle(dead, window, clock.time, clock.sleep) == window
-    assert clock.now == 1075.0
+    assert clock.now == 1074.0
     with pytest.raises(ValueError, match="at rest after its end"):
         observe.Window(1000.0, 1060.0, rest_at=1059.0, rest_later_at=1065.0)
     with pytest.raises(ValueError, match="both known or both not"):
