@@ -195,7 +195,7 @@ def settle(prometheus: Prometheus, window: Window, now: Callable[[], float] = ti
     window's end on; rest_later_at, the DB exporter's first scrape after that (the lab's own statements
     at rest, read between the two). Each target is scraped once every interval at its own offset, so
     with a scrape every 5 s they come 1-6 s and 6-11 s after the end, where the fixed moments waited
-    15 s (Window.settled_s). Polled every half second; where Prometheus cannot say by then
+    14 s (Window.settled_s at a 6 s quiet time). Polled every half second; where Prometheus cannot say by then
     (unreachable, a target no longer scraped, no DB exporter), this waits until settled_s after the end
     and the window keeps its fixed moments."""
     after = window.end + window.rest_after_s
