@@ -684,6 +684,11 @@ def warmed_up(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     return _result(name, Status.VALID, f"{length}; {figures}")
 
 
+def _counted_by(obs: Observations) -> str:
+    """Where the requests the mix and the statements are of were counted by the loadgen, not the app."""
+    return f" (requests counted by the loadgen: {obs.requests_counted_by})" if obs.requests_counted_by else ""
+
+
 def steady_mix(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     """Read/write mix drifting more than 5 points between the first and last third: WARN."""
     name = "steady_mix"
@@ -694,7 +699,7 @@ def steady_mix(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     drift = round(abs(last - first), 9)  # 0.55 - 0.50 is 0.05000000000000004 in binary floats
     evidence = (
         f"write share {first:.1%} / {middle:.1%} / {last:.1%} by third; drift {drift * 100:.1f} points "
-        f"(maximum {t.max_write_share_drift.value * 100:g})"
+        f"(maximum {t.max_write_share_drift.value * 100:g}){_counted_by(obs)}"
     )
     return _result(name, Status.WARN if drift > t.max_write_share_drift.value else Status.VALID, evidence)
 
@@ -741,7 +746,7 @@ def same_db_work(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult
         ]
         problems.extend(differing)
         if not differing:
-            checked.append("statements per request as the contract says")
+            checked.append(f"statements per request as the contract says{_counted_by(obs)}")
     if problems:
         return _result(name, Status.INVALID, "not the same work: " + "; ".join(problems))
     if unseen:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from perflab import attribution, audit, observe, profile, rundir, timeseries, vegeta, wrk2
+from perflab import attribution, audit, observe, profile, rundir, sent, timeseries, vegeta, wrk2
 from perflab.model import (AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext, Repetition, RunResult,
                            ScenarioRun, database_name)
 from perflab.observations import DbSessions, Observations, Placement, TierCpu
@@ -441,9 +441,28 @@ def db_sessions(run_dir: Path) -> tuple[DbSessions | None, str]:
     return DbSessions(total=len(found.sessions), tls=sum(1 for s in found.sessions if s.tls)), ""
 
 
-def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tuple[Observations, str]:
+def requests_sent(inputs: BenchInputs, files: Sequence[Path], attacks: Sequence[vegeta.Attack] | None,
+                  result: RunResult) -> sent.Sent | str:
+    """The requests the loadgen sent in the window by type and third (perflab.sent), or why they are not
+    counted: what the mix and the statements per request are counted on where the app counts none."""
+    errors = result.errors.total()
+    if errors:
+        return (f"the run had {errors} errors, and the loadgen counts the requests it sent, not what the app ran "
+                "of them")
+    requests = inputs.run.scenario.requests
+    start, end = _unix(inputs.measure_started_at), _unix(inputs.measure_ended_at)
+    try:
+        if inputs.run.tool == "wrk2":
+            return sent.from_wrk2([read_text(path) for path in files], requests, start, end - start, result.requests)
+        return sent.from_vegeta(attacks or vegeta_attacks(files), requests, start, end - start)
+    except sent.NotCounted as exc:
+        return str(exc)
+
+
+def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str,
+                  sent_requests: sent.Sent | str | None = None) -> tuple[Observations, str]:
     """The run's observations (the bench's CPU samples and DB sessions, then what Prometheus saw)
-    and utilization.json, written; says what became of the latter."""
+    and utilization.json, written; says what became of the latter. SENT_REQUESTS: requests_sent's."""
     loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
     # Wait until Prometheus has scraped every target read at rest after the window, and the DB once
     # more (the lab's own statements at rest).
@@ -476,7 +495,7 @@ def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str) -> tu
     # The statements per request to expect: the scenario's requests' own, over the contract's table.
     statements = observe.statements_table(inputs.run.scenario.requests)
     observations = observe.observe(Prometheus(prometheus_url), window, inputs.deployment.app, tier_cpus, sampled,
-                                   inputs.run.scenario.endpoints, statements)
+                                   inputs.run.scenario.endpoints, statements, sent_requests)
     waited, waited_reason = service_waited(inputs)
     observations = replace(observations, service_waited=waited)
     if waited is None:
@@ -563,13 +582,13 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     run = inputs.run
     run_context = context(inputs)
     rundir.write_context(run_dir, run_context)
-    observations, utilization_note = _observations(inputs, run_dir, prometheus_url)
 
     files = [run_dir / name for name in inputs.measured_files]
     notes: list[str] = []
     rates = host_rates(inputs)
     # Several loadgen hosts (run.hosts, in the order of the raw files): each one's share is judged too.
     hosts = list(run.hosts) if len(files) > 1 else []
+    attacks = None
     if run.tool == "wrk2":
         result, notes = wrk2_result(files, [run_dir / name for name in inputs.percentile_files], run.scenario.rate,
                                     shares=list(zip(hosts, rates)))
@@ -577,6 +596,8 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         attacks = vegeta_attacks(files)
         result = vegeta_result(files, rates, run.duration_s, run.scenario.rate, attacks, hosts=hosts)
     result = result.with_context(run_context)
+    observations, utilization_note = _observations(inputs, run_dir, prometheus_url,
+                                                   requests_sent(inputs, files, attacks, result))
     rundir.write_result(run_dir, result)
     if run.tool == "wrk2":
         try:

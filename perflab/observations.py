@@ -178,6 +178,10 @@ class Observations:
     db_sessions: DbSessions | None = None
     statements_per_request: StatementsPerRequest | None = None
     expected_statements_per_request: StatementsPerRequest | None = None  # the contract, for the mix
+    # Who counted the requests the write share and the statements per request are of, where not the app
+    # (perflab.sent: the loadgen, for an app that counts none, e.g. "wrk2 (each thread's requests by type
+    # and second, 1 loadgen host(s))"); None: the app's own request counters (and in observations written before).
+    requests_counted_by: str | None = None
     jit_compile_s: float | None = None  # JIT compile time inside the measured window
     app_max_rss_bytes: float | None = None  # the app's largest resident memory in the window
     cpus_busy: dict[str, float] | None = None  # tier -> fraction of its CPUs busy, any process

@@ -63,8 +63,9 @@ STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 DEFAULT_SCRAPE_INTERVAL_S = 5.0
 
 # The figures only the app's own metrics give (its requests by route, its JIT time, its latency histogram).
-APP_METRIC_FIGURES = ("write_share_by_third", "statements_per_request", "expected_statements_per_request", "jit_compile_s",
-                      "server_latency")
+# The figures read on the requests counted by type: the app's own counters, else the loadgen's (perflab.sent).
+MIX_FIGURES = ("write_share_by_third", "statements_per_request", "expected_statements_per_request")
+APP_METRIC_FIGURES = (*MIX_FIGURES, "jit_compile_s", "server_latency")
 
 # The app's p99.9 is read only where at least this many of the window's requests lie beyond it (10,000
 # requests or more): below that it is the slowest few requests, one of them enough to move it, and no
@@ -280,6 +281,16 @@ class StatedRequest(Protocol):
     def statements(self) -> Mapping[str, float] | None: ...
 
 
+class Sent(Protocol):
+    """The requests the loadgen sent (perflab.sent.Sent, which reads perflab.scenario, which reads this
+    module): what the mix and the statements per request are counted on where the app counts none."""
+
+    @property
+    def counted_by(self) -> str: ...
+    def moments(self) -> list[dict[tuple[str, str, str], float]]: ...
+    def counts(self) -> dict[tuple[str, str, str], float]: ...
+
+
 def route_shape(uri: str) -> tuple[str, ...]:
     """A route template's segments with each "{...}" segment as "{}": the scenario's /owners/{id} and
     Spring's uri label /owners/{ownerId} are one route."""
@@ -380,11 +391,14 @@ class Observer:
     field; each one left None says why in found.unobserved."""
 
     def __init__(self, prometheus: Prometheus, window: Window, app: str, found: Observations | None = None,
-                 statements: StatementsTable = CONTRACT_STATEMENTS) -> None:
+                 statements: StatementsTable = CONTRACT_STATEMENTS, sent: Sent | str | None = None) -> None:
         self.prom = prometheus
         self.window = window
         self.app = app
         self.statements = statements  # the statements per request to expect (statements_table)
+        # The loadgen's counts of the requests it sent (perflab.sent), or why it has none: what the mix and
+        # the statements per request are counted on where the app counts no requests.
+        self.sent = sent
         base = found if found is not None else Observations()
         self.found = replace(base, unobserved=dict(base.unobserved))
         self._app_reset: str | None = None  # app_counters_reset's answer once asked ("" = no reset)
@@ -448,20 +462,40 @@ class Observer:
     # -- the figures --------------------------------------------------------------------------
 
     def mix_and_statements(self) -> None:
+        """The write share of each third of the window and the statements per request, on the app's own
+        request counters; on the loadgen's counts (self.sent) where the app exports none."""
         w = self.window
         moments = [w.start + w.seconds * i / 3 for i in range(4)]
         by_moment = [self._by_route(at) for at in moments]
         if not by_moment[-1]:
             reason = f"the app {self.app} exported no http_server_requests_seconds_count in the window"
-            for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request"):
-                self.found.unobserved[name] = reason
+            self.mix_and_statements_sent(reason)
             return
         reset = self.app_counters_reset()
         if reset is not None:
             # Issue 24: after a restart the window's requests read 2.78 selects each where the contract says 1.
-            for name in ("write_share_by_third", "statements_per_request", "expected_statements_per_request"):
+            for name in MIX_FIGURES:
                 self.found.unobserved[name] = reset
             return
+        self._mix_and_statements(by_moment, {k: v - by_moment[0].get(k, 0.0)
+                                             for k, v in self._by_route(w.at_rest).items()})
+
+    def mix_and_statements_sent(self, app_reason: str) -> None:
+        """The same figures on the requests the loadgen sent (perflab.sent), where the app counts none
+        (APP_REASON says why); with self.sent the reason they are not counted, every figure unobserved."""
+        if self.sent is None or isinstance(self.sent, str):
+            why = f"; nor did the loadgen count them: {self.sent}" if self.sent else ""
+            for name in MIX_FIGURES:
+                self.found.unobserved[name] = app_reason + why
+            return
+        self.found = replace(self.found, requests_counted_by=self.sent.counted_by)
+        self._mix_and_statements(self.sent.moments(), self.sent.counts())
+
+    def _mix_and_statements(self, by_moment: list[dict[tuple[str, str, str], float]],
+                            counts: dict[tuple[str, str, str], float]) -> None:
+        """BY_MOMENT: the requests counted by key at the window's start, after each third and at its end;
+        COUNTS: the window's requests by key, up to the reading at rest."""
+        w = self.window
         shares = write_shares(by_moment)
         if shares is None or len(shares) != 3:
             self.found.unobserved["write_share_by_third"] = "a third of the window saw no request at the app"
@@ -469,7 +503,6 @@ class Observer:
             self.found = replace(self.found, write_share_by_third=(shares[0], shares[1], shares[2]))
         # Statements against requests: both read at rest, once every target was scraped after the phase.
         at_rest = w.at_rest
-        counts = {k: v - by_moment[0].get(k, 0.0) for k, v in self._by_route(at_rest).items()}
         requests = sum(counts.values())
         expected, why = expected_statements(counts, self.statements)
         if expected is None:
@@ -719,14 +752,16 @@ class Observer:
 
 def observe(prometheus: Prometheus, window: Window, app: str,
             tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], found: Observations | None = None,
-            endpoints: tuple[str, ...] = (), statements: StatementsTable = CONTRACT_STATEMENTS) -> Observations:
+            endpoints: tuple[str, ...] = (), statements: StatementsTable = CONTRACT_STATEMENTS,
+            sent: Sent | str | None = None) -> Observations:
     """FOUND (the run's observations from elsewhere: the bench's CPU samples, the DB's sessions)
     with every figure of the window Prometheus gives; ENDPOINTS, the scenario's ("GET /zipcodes/{zip}"),
     are the routes whose server-side latency is read; STATEMENTS (statements_table of the scenario's
-    requests) the DB statements per request to expect. A query Prometheus fails leaves its figures
-    unobserved with the reason; once it cannot be reached, every figure not read yet is unobserved
-    with that reason."""
-    observer = Observer(prometheus, window, app, found, statements)
+    requests) the DB statements per request to expect; SENT the loadgen's counts of the requests it
+    sent (perflab.sent), or why it has none: what the mix and the statements per request are counted on
+    where the app counts no requests. A query Prometheus fails leaves its figures unobserved with the
+    reason; once it cannot be reached, every figure not read yet is unobserved with that reason."""
+    observer = Observer(prometheus, window, app, found, statements, sent)
     unreachable: list[PrometheusError] = []
 
     def read(figures: tuple[str, ...], figure: Callable[[], None]) -> None:
@@ -756,9 +791,12 @@ def observe(prometheus: Prometheus, window: Window, app: str,
             observer.found.unobserved[name] = app_unobserved
     read(("db_disk_busy",), disk)
     if scraped == [True]:
-        read(("write_share_by_third", "statements_per_request", "expected_statements_per_request"),
-             observer.mix_and_statements)
+        read(MIX_FIGURES, observer.mix_and_statements)
         read(("jit_compile_s",), observer.jit)
+    elif scraped == [False]:
+        for name in MIX_FIGURES:
+            del observer.found.unobserved[name]
+        read(MIX_FIGURES, lambda: observer.mix_and_statements_sent(str(app_unobserved)))
     read(("app_max_rss_bytes",), observer.rss)
     read(("cpus_busy",), lambda: observer.cpus(tier_cpus))
     read(("service_cpu",), observer.service_cpu)

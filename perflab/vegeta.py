@@ -1,6 +1,6 @@
 """Parse vegeta's raw results into the result model.
 
-The bench runs `vegeta attack -lazy -format=json -rate=R/1s -duration=Ds -max-body=0 ...` and
+The bench runs `vegeta attack -lazy -format=json -rate=R/1s -duration=Ds -max-body=0 -redirects=-1 ...` and
 keeps its results as `vegeta encode -to json` writes them: one JSON object per request and per
 line (vegeta/lib/results.go: attack, seq, code, timestamp, latency in ns, bytes_out, bytes_in,
 error, body, method, url, headers), plain or gzip (told apart by gzip's magic bytes). The
@@ -90,6 +90,10 @@ class Result:
     latency_ns: int  # from the send to the end of the answer
     bytes_in: int
     error: str
+    # The request, as vegeta (12.8 and later) records it: what perflab.sent tells its type by; "" in
+    # results without them.
+    method: str = ""
+    url: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -182,6 +186,8 @@ def _result(line: str, number: int, last: bool) -> Result:
         latency_ns=_whole(document, "latency", where),
         bytes_in=_whole(document, "bytes_in", where),
         error=error,
+        method=_text(document, "method", where),
+        url=_text(document, "url", where),
     )
 
 
@@ -189,6 +195,13 @@ def _whole(document: dict[str, Any], name: str, where: str) -> int:
     value = document[name]
     if type(value) is not int or value < 0:
         raise ParseError(f"{where}: {name} should be a whole number >= 0, found {value!r}")
+    return value
+
+
+def _text(document: dict[str, Any], name: str, where: str) -> str:
+    value = document.get(name, "")
+    if not isinstance(value, str):
+        raise ParseError(f"{where}: {name} should be a string, found {value!r}")
     return value
 
 

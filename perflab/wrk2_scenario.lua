@@ -122,6 +122,18 @@ end
 -- Thread-local state (`id` comes from setup).
 local n = 0
 local current = {}
+-- The second (os.time: the vDSO's clock, nanoseconds a request) this thread last sent in; at each
+-- new one its counters as it began are kept for perflab.report (sent_first, sent_last, sent_<s>_<i>).
+local clock = os.time
+local this_second
+local function mark(second)
+   for index, request in ipairs(requests) do
+      _G["sent_" .. second .. "_" .. index] = _G[request.counter]
+   end
+   sent_first = sent_first or second
+   sent_last = second
+   this_second = second
+end
 local key_uses = {}
 for index = 1, #variables do
    key_uses[index] = 0
@@ -234,6 +246,10 @@ end
 if not single then
    function request()
       local chosen = choose()
+      local second = clock()
+      if second ~= this_second then
+         mark(second)
+      end
       _G[chosen.counter] = _G[chosen.counter] + 1
       local req = chosen.formatted
       if not chosen.static then

@@ -3,6 +3,7 @@ audit's new branches (DB starved on shared CPUs), and a run with no Prometheus t
 observations saying why."""
 
 import dataclasses
+import json
 import re
 import socket
 import threading
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab import audit, observe, rundir, scenario, tiers
+from perflab import audit, observe, rundir, scenario, sent, tiers
 from perflab.audit import THRESHOLDS, Status
 from perflab.model import from_jsonable
 from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable, Sample, Series
@@ -520,6 +521,41 @@ def test_an_app_that_is_not_scraped_leaves_its_own_metrics_unobserved_with_that_
     assert rule.status is Status.NOT_EVALUATED and reason in rule.evidence
     scraped = observe.observe(EmptyLab(scraped=True), observe.Window(1000.0, 1060.0), "tfb-quarkus", {})  # type: ignore[arg-type]
     assert scraped.unobserved["write_share_by_third"] == "the app tfb-quarkus exported no http_server_requests_seconds_count in the window"
+
+
+
+class UncountedLab(ScrapedLab):
+    """ScrapedLab with an app that exports no request counters (PetClinic's manifest declares no metrics); the
+    figures of other series than the DB's statements have no data."""
+
+    def query(self, expr: str, at: float | None = None) -> list[Sample]:
+        if "http_server_requests_seconds_count" in expr or not ("timestamp(" in expr or "commands_total" in expr):
+            return []
+        return super().query(expr, at)
+
+
+def test_an_app_that_counts_no_requests_has_its_mix_and_statements_counted_by_the_loadgen() -> None:
+    # 200 selects a second from 1000.5 to 1029.8, each of the GET /zipcodes/{zip} wrk2 sent in those seconds.
+    lab = UncountedLab(200.0, [(900.0, 993.0), (1000.5, 1029.8)])
+    window = observe.Window(1000.0, 1030.0, quiet_s=7.0)
+    zipcode = rundir.ScenarioRequest(name="zipcode", weight=1, method="GET", path="/zipcodes/${zip}",
+                                     expect=rundir.ScenarioExpect(status=200), statements={"select": 1})
+    rows = [[1000, [100]], *([s, [200]] for s in range(1001, 1029)), [1029, [160]]]
+    output = "perflab wrk2 requests by second: " + json.dumps({"names": ["zipcode"], "seconds": rows})
+    counted = sent.from_wrk2([output], [zipcode], window.start, window.seconds)
+    found = observe.observe(lab, window, "petclinic", {}, sent=counted)  # type: ignore[arg-type]
+    assert found.statements_per_request is not None and found.statements_per_request.select == pytest.approx(1.0)
+    assert found.expected_statements_per_request == StatementsPerRequest(select=1.0, insert=0.0, update=0.0, delete=0.0)
+    assert found.write_share_by_third == (0.0, 0.0, 0.0) and found.requests_counted_by == counted.counted_by
+    for rule in (audit.steady_mix, audit.same_db_work):
+        judged = rule(STEADY, dataclasses.replace(found, db_sessions=DbSessions(total=4, tls=4)), THRESHOLDS)
+        assert judged.status is Status.VALID, judged
+        assert "requests counted by the loadgen: wrk2 (each thread's requests by type and second" in judged.evidence
+    # Where the loadgen did not count them either, both reasons are given.
+    found = observe.observe(lab, window, "petclinic", {}, sent="the run had 3 errors")  # type: ignore[arg-type]
+    assert found.unobserved["write_share_by_third"].endswith(
+        "is not scraped); nor did the loadgen count them: the run had 3 errors"), found.unobserved
+    assert found.requests_counted_by is None
 
 
 # --- issue 14: the app's restarts, the DB's outages, Prometheus gone mid-collection ----------

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import islice
@@ -353,8 +354,8 @@ def test_the_generic_wrk2_player_counts_each_operation(tmp_path: Path) -> None:
     data = tmp_path / "shop.lua"
     data.write_text(sc.compile_lua(compiled))
     harness = tmp_path / "counts.lua"
-    # wrk2 runs done() in the main thread, perflab.report summing thread:get("count_<name>") over
-    # the threads setup() was given: here one, whose counters are this state's.
+    # wrk2 runs done() in the main thread, perflab.report summing thread:get("sent_by_second") over
+    # the threads setup() was given: here one, whose table is this state's.
     harness.write_text(
         'wrk = { headers = { Host = "h" }, format = function() return "" end }\n'
         f'dofile("{tmp_path / "wrk2" / "wrk2_scenario.lua"}")\n'
@@ -363,12 +364,21 @@ def test_the_generic_wrk2_player_counts_each_operation(tmp_path: Path) -> None:
         'done({}, {}, {})\n')
     run_threads(tmp_path / "wrk2", sc.LUA_PLAYER, 1, 0, 1, 1, {"PERFLAB_SCENARIO_DATA": str(data)})
     assert LUAJIT
+    started = time.time()
     done = subprocess.run([LUAJIT, str(harness)], capture_output=True, text=True, timeout=60,
                           env={"PERFLAB_SCENARIO_DATA": str(data), "WRK_THREADS": "1"})
     expected = [r[0] for r in islice(sc.sent(compiled, sc.Placement(1)), 750)]
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "perflab wrk2 requests by operation: " + " ".join(
-        f"{name}={expected.count(name)}" for name in ("search", "item", "signup", "order"))
+    by_operation, by_second = done.stdout.strip().splitlines()
+    names = ("search", "item", "signup", "order")
+    assert by_operation == "perflab wrk2 requests by operation: " + " ".join(
+        f"{name}={expected.count(name)}" for name in names)
+    # And by the second each was sent in (perflab/sent.py reads it): this host's clock, the same counts.
+    assert by_second.startswith("perflab wrk2 requests by second: "), by_second
+    document = json.loads(by_second.removeprefix("perflab wrk2 requests by second: "))
+    assert document["names"] == list(names)
+    assert all(started - 1 <= second <= time.time() for second, _ in document["seconds"]), document
+    assert [sum(counts[i] for _, counts in document["seconds"]) for i in range(4)] == [expected.count(n) for n in names]
 
 
 # -- the command ------------------------------------------------------------------------------------

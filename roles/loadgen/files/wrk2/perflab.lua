@@ -35,18 +35,64 @@ function perflab.draw(n, id)
    return x - math.floor(x)
 end
 
--- Prints how many requests each operation got, summed over the threads (done() runs in the
--- main thread after the run; each thread keeps its own counters in globals named count_<op>).
+-- Prints how many requests each operation got, summed over the threads (done() runs in the main
+-- thread after the run; each thread keeps its own counters in globals named count_<op>), and in
+-- which second each was sent (perflab/sent.py reads that line): a thread marks every second it
+-- sends in, sent_first .. sent_last, with its counters as that second began, in globals named
+-- sent_<unix second>_<op's index>. Flat numbers only: wrk2's thread:get copies a table wrong
+-- (script_copy_value swaps keys and values, and a nested table corrupts the stack: wrk2 crashed).
 function perflab.report(operations)
-   local parts = {}
-   for _, op in ipairs(operations) do
-      local total = 0
-      for _, thread in ipairs(threads) do
-         total = total + (thread:get("count_" .. op) or 0)
+   local totals, seconds = {}, {}
+   for index = 1, #operations do
+      totals[index] = 0
+   end
+   for _, thread in ipairs(threads) do
+      local counts = {}
+      for index, op in ipairs(operations) do
+         counts[index] = thread:get("count_" .. op) or 0
+         totals[index] = totals[index] + counts[index]
       end
-      table.insert(parts, op .. "=" .. total)
+      local first, last = thread:get("sent_first"), thread:get("sent_last")
+      local marks = {}
+      for second = first or 1, last or 0 do
+         if thread:get("sent_" .. second .. "_1") then
+            table.insert(marks, second)
+         end
+      end
+      for m, second in ipairs(marks) do
+         local row = seconds[second]
+         if not row then
+            row = {}
+            for index = 1, #operations do
+               row[index] = 0
+            end
+            seconds[second] = row
+         end
+         for index = 1, #operations do
+            local upto = marks[m + 1] and thread:get("sent_" .. marks[m + 1] .. "_" .. index) or counts[index]
+            row[index] = row[index] + upto - thread:get("sent_" .. second .. "_" .. index)
+         end
+      end
+   end
+   local parts, names, order, rows = {}, {}, {}, {}
+   for index, op in ipairs(operations) do
+      table.insert(parts, op .. "=" .. string.format("%d", totals[index]))
+      table.insert(names, string.format("%q", op))
    end
    io.write("perflab wrk2 requests by operation: " .. table.concat(parts, " ") .. "\n")
+   for second in pairs(seconds) do
+      table.insert(order, second)
+   end
+   table.sort(order)
+   for _, second in ipairs(order) do
+      local counts = {}
+      for index = 1, #operations do
+         counts[index] = string.format("%d", seconds[second][index])
+      end
+      table.insert(rows, string.format("[%d,[%s]]", second, table.concat(counts, ",")))
+   end
+   io.write('perflab wrk2 requests by second: {"names":[' .. table.concat(names, ",") .. '],"seconds":[' ..
+      table.concat(rows, ",") .. "]}\n")
 end
 
 -- wrk2 prints ~30 percentiles; the table has enough to rebuild the histogram (to merge several
