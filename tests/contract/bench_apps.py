@@ -134,10 +134,11 @@ def run_vegeta(targets: Path, rate: int, seconds: int, core: int, app_pid: int, 
     # Workers all started up front and capped: a saturated app then shows as requests vegeta
     # could not send on schedule (dropped) instead of an ever-growing crowd of workers.
     workers = max(50, min(2000, rate // 10))
-    # -max-body=0: the figures need no response body, and vegeta still reads each one to its end.
+    # -max-body=0: the figures need no response body, and vegeta still reads each one to its end. -redirects=-1:
+    # a 3xx is the answer, as the bench's vegeta and wrk2 take it (vegeta follows 10 by default).
     command = ["taskset", "-c", str(core), str(VEGETA), "attack", "-format=json", f"-targets={targets}",
                f"-rate={rate}/1s", f"-duration={seconds}s", f"-workers={workers}", f"-max-workers={workers}",
-               "-max-body=0", f"-output={results}"]
+               "-max-body=0", "-redirects=-1", f"-output={results}"]
     app_before = cpu_seconds(app_pid)
     started = time.monotonic()
     vegeta = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
