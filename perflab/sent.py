@@ -11,9 +11,10 @@ http_server_requests_seconds_count where it has it).
   whose path template (the scenario file's) it fits.
 
 A request is counted in the third of the window it was sent in (wrk2: a second in the third its middle
-falls in). Its key is the app's counter's, (method, route, status): the scenario's route ("/owners/{id}") and
-the status vegeta recorded, or the one it expects with wrk2 (which tells no status but failures). The counts hold only for a run without errors: a request that failed may have run
-none, some or all of its statements, and with wrk2 answered with another status than it expects.
+falls in). Its key is the app's counter's, (method, route, status): the scenario's route ("/owners/{id}")
+and the status vegeta recorded, or the one it expects with wrk2 (which tells no status but failures). The
+counts hold only for a run without errors: a request that failed may have run none, some or all of its
+statements, and with wrk2 answered with another status than it expects.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -31,7 +32,7 @@ from perflab.vegeta import Attack
 
 WRK2_LINE = "perflab wrk2 requests by second: "
 
-Key = tuple[str, str, str]  # (method, route template, the status it expects), as observe.route_key
+Key = tuple[str, str, str]  # (method, route template, status: vegeta's answer, wrk2's expected), as observe.route_key
 UNANSWERED: Key = ("sent", "by wrk2", "unanswered when it stopped")
 
 
