@@ -460,7 +460,7 @@ def requests_sent(inputs: BenchInputs, files: Sequence[Path], attacks: Sequence[
 
 
 def _observations(inputs: BenchInputs, run_dir: Path, prometheus_url: str,
-                  sent_requests: sent.Sent | str | None = None) -> tuple[Observations, str]:
+                  sent_requests: observe.CountSent | None = None) -> tuple[Observations, str]:
     """The run's observations (the bench's CPU samples and DB sessions, then what Prometheus saw)
     and utilization.json, written; says what became of the latter. SENT_REQUESTS: requests_sent's."""
     loadgen_cpu, loadgen_hosts = loadgen_cpus(inputs)
@@ -597,7 +597,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         result = vegeta_result(files, rates, run.duration_s, run.scenario.rate, attacks, hosts=hosts)
     result = result.with_context(run_context)
     observations, utilization_note = _observations(inputs, run_dir, prometheus_url,
-                                                   requests_sent(inputs, files, attacks, result))
+                                                   lambda: requests_sent(inputs, files, attacks, result))
     rundir.write_result(run_dir, result)
     if run.tool == "wrk2":
         try:

@@ -291,6 +291,10 @@ class Sent(Protocol):
     def counts(self) -> dict[tuple[str, str, str], float]: ...
 
 
+# Counts the requests the loadgen sent, or says why it has none (perflab.collect.requests_sent).
+CountSent = Callable[[], "Sent | str"]
+
+
 def route_shape(uri: str) -> tuple[str, ...]:
     """A route template's segments with each "{...}" segment as "{}": the scenario's /owners/{id} and
     Spring's uri label /owners/{ownerId} are one route."""
@@ -391,14 +395,15 @@ class Observer:
     field; each one left None says why in found.unobserved."""
 
     def __init__(self, prometheus: Prometheus, window: Window, app: str, found: Observations | None = None,
-                 statements: StatementsTable = CONTRACT_STATEMENTS, sent: Sent | str | None = None) -> None:
+                 statements: StatementsTable = CONTRACT_STATEMENTS, sent: CountSent | None = None) -> None:
         self.prom = prometheus
         self.window = window
         self.app = app
         self.statements = statements  # the statements per request to expect (statements_table)
-        # The loadgen's counts of the requests it sent (perflab.sent), or why it has none: what the mix and
-        # the statements per request are counted on where the app counts no requests.
-        self.sent = sent
+        # What counts the requests the loadgen sent (perflab.sent), or says why it has none: what the mix and
+        # the statements per request are counted on where the app counts no requests. Asked only then: it
+        # reads every one of vegeta's results.
+        self.count_sent = sent
         base = found if found is not None else Observations()
         self.found = replace(base, unobserved=dict(base.unobserved))
         self._app_reset: str | None = None  # app_counters_reset's answer once asked ("" = no reset)
@@ -463,7 +468,7 @@ class Observer:
 
     def mix_and_statements(self) -> None:
         """The write share of each third of the window and the statements per request, on the app's own
-        request counters; on the loadgen's counts (self.sent) where the app exports none."""
+        request counters; on the loadgen's counts (self.count_sent) where the app exports none."""
         w = self.window
         moments = [w.start + w.seconds * i / 3 for i in range(4)]
         by_moment = [self._by_route(at) for at in moments]
@@ -482,14 +487,15 @@ class Observer:
 
     def mix_and_statements_sent(self, app_reason: str) -> None:
         """The same figures on the requests the loadgen sent (perflab.sent), where the app counts none
-        (APP_REASON says why); with self.sent the reason they are not counted, every figure unobserved."""
-        if self.sent is None or isinstance(self.sent, str):
-            why = f"; nor did the loadgen count them: {self.sent}" if self.sent else ""
+        (APP_REASON says why); where it gives the reason they are not counted, every figure unobserved."""
+        counted = self.count_sent() if self.count_sent is not None else None
+        if counted is None or isinstance(counted, str):
+            why = f"; nor did the loadgen count them: {counted}" if counted else ""
             for name in MIX_FIGURES:
                 self.found.unobserved[name] = app_reason + why
             return
-        self.found = replace(self.found, requests_counted_by=self.sent.counted_by)
-        self._mix_and_statements(self.sent.moments(), self.sent.counts())
+        self.found = replace(self.found, requests_counted_by=counted.counted_by)
+        self._mix_and_statements(counted.moments(), counted.counts())
 
     def _mix_and_statements(self, by_moment: list[dict[tuple[str, str, str], float]],
                             counts: dict[tuple[str, str, str], float]) -> None:
@@ -753,13 +759,13 @@ class Observer:
 def observe(prometheus: Prometheus, window: Window, app: str,
             tier_cpus: Mapping[str, tuple[str, tuple[int, ...]]], found: Observations | None = None,
             endpoints: tuple[str, ...] = (), statements: StatementsTable = CONTRACT_STATEMENTS,
-            sent: Sent | str | None = None) -> Observations:
+            sent: CountSent | None = None) -> Observations:
     """FOUND (the run's observations from elsewhere: the bench's CPU samples, the DB's sessions)
     with every figure of the window Prometheus gives; ENDPOINTS, the scenario's ("GET /zipcodes/{zip}"),
     are the routes whose server-side latency is read; STATEMENTS (statements_table of the scenario's
-    requests) the DB statements per request to expect; SENT the loadgen's counts of the requests it
-    sent (perflab.sent), or why it has none: what the mix and the statements per request are counted on
-    where the app counts no requests. A query Prometheus fails leaves its figures unobserved with the
+    requests) the DB statements per request to expect; SENT gives the loadgen's counts of the requests
+    it sent (perflab.sent), or why it has none: what the mix and the statements per request are counted
+    on where the app counts no requests, and called only then. A query Prometheus fails leaves its figures unobserved with the
     reason; once it cannot be reached, every figure not read yet is unobserved with that reason."""
     observer = Observer(prometheus, window, app, found, statements, sent)
     unreachable: list[PrometheusError] = []
