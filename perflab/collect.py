@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perflab import attribution, audit, observe, profile, rundir, sent, timeseries, vegeta, wrk2
+from perflab.errors import InputError
 from perflab.model import (AppSettings, HostFacts, LatencyDistribution, ParseError, RunContext, Repetition, RunResult,
                            ScenarioRun, database_name)
 from perflab.observations import DbSessions, Observations, Placement, TierCpu
@@ -36,10 +37,6 @@ from perflab.tiers import SERVICE_GROUPS
 
 EXIT_COLLECTED = 0
 EXIT_BAD_INPUT = 4
-
-
-class InputError(Exception):
-    """Input a command cannot use; the message is printed as one line."""
 
 
 def read_text(path: Path) -> str:

@@ -6,7 +6,7 @@ samples; perflab/audit.py judges a run by them and perflab/attribution.py names 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from perflab.model import SCHEMA_VERSION, dumps, loads
 
@@ -68,6 +68,9 @@ class StatementsPerRequest:
     update: float
     delete: float
 
+
+# The kinds of statement counted, in StatementsPerRequest's order (a scenario's statements name them).
+STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 
 # Saturation's field for a k6 figure, gone with k6; observations.json written before hold it as null.
 RETIRED_SATURATION_FIELD = "loadgen_dropped_per_s"

@@ -26,12 +26,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from perflab import histogram, tiers
 from perflab.audit import THRESHOLDS
-from perflab.observations import Observations, Saturation, ServerLatency, StatementsPerRequest
+from perflab.observations import STATEMENT_KINDS, Observations, Saturation, ServerLatency, StatementsPerRequest
 from perflab.prometheus import Prometheus, PrometheusError, PrometheusUnreachable
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -56,7 +56,6 @@ CONTRACT_STATEMENTS: dict[tuple[str, str, str], tuple[float, float, float, float
     ("GET", "/plaintext", "2xx"): (0, 0, 0, 0),
     ("GET", "/json", "2xx"): (0, 0, 0, 0),
 }
-STATEMENT_KINDS = tuple(f.name for f in fields(StatementsPerRequest))
 
 # Prometheus' scrape interval in runs whose inputs did not record it (the lab's default,
 # lab_scrape_interval_s in playbooks/group_vars/all/lab.yml).

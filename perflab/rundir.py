@@ -61,7 +61,8 @@ from perflab.audit import Status, Verdict
 from perflab.model import (NOT_STORED, OMITTED_AT_DEFAULT, RunContext, RunResult, SchemaError, dumps, json_schema,
                            load_document)
 from perflab.observations import Observations
-from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, STATEMENT_KINDS, Utilization
+from perflab.observations import STATEMENT_KINDS
+from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S, Utilization
 from perflab.profile import ProfileSummary
 from perflab.timeseries import TimeSeries
 

@@ -90,7 +90,7 @@ import yaml  # type: ignore[import-untyped]
 
 from perflab import scenario_play, strict_yaml
 from perflab.model import JsonValue, from_jsonable, json_schema, to_jsonable
-from perflab.observe import STATEMENT_KINDS
+from perflab.observations import STATEMENT_KINDS
 
 EXIT_OK = 0
 EXIT_REFUSED = 2

@@ -68,6 +68,7 @@ from perflab import contract, observe, rundir, scenario_play
 from perflab import scenario as scenarios
 from perflab.contract import Answer, ContractError, OpenApi
 from perflab.model import dumps
+from perflab.observations import STATEMENT_KINDS
 from perflab.rundir import VerifyCheck, VerifyPlan, VerifyPlanExpect, VerifyPlanRequest, VerifyPlanType, VerifyReport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +97,7 @@ TOLERANCE = 0.5
 SEQUENCE_CAP = 200_000
 # How much of a body verify.json keeps per answer shown.
 SHOWN_BODY_CHARS = 1024
-KINDS = observe.STATEMENT_KINDS
+KINDS = STATEMENT_KINDS
 
 
 class VerifyInputError(Exception):

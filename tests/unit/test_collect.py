@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from perflab import collect, observe, rundir
+from perflab.errors import InputError
 from perflab.observations import DbSessions, Observations
 
 from .helpers import VEGETA_FIXTURES, WRK2_FIXTURES
@@ -242,7 +243,7 @@ def test_db_sessions_the_db_could_not_list_are_unobserved_with_the_reason(tmp_pa
         {"id": 8, "user": "perflab", "host": "10.0.0.3", "tls": False}]}))
     assert collect.db_sessions(tmp_path) == (DbSessions(total=2, tls=1), "")
     (tmp_path / "db-sessions.json").write_text('{"sessions": [')
-    with pytest.raises(collect.InputError, match=r"db-sessions.json: not JSON \(line 1"):
+    with pytest.raises(InputError, match=r"db-sessions.json: not JSON \(line 1"):
         collect.db_sessions(tmp_path)
 
 
