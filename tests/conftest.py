@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import sshlab
-from labkit import (INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, judged, local_lab_session, make, new_run_dir, read_json,
-                    run_dirs, tail)
+from labkit import (BEFORE_THE_FIRST_RUN, INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, judged, local_lab_session, make,
+                    new_run_dir, read_json, run_dirs, tail)
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +45,9 @@ def lab(request: pytest.FixtureRequest) -> Iterator[str]:
         # is "unknown" (issue 24: lab-status right after lab-up exited 2).
         status = make("lab-status")
         assert status.returncode == 0, "make lab-status right after make lab-up:\n" + tail(status.stdout, 40)
-        _wait_for_checks(request.config.pluginmanager.getplugin("capturemanager"))
+        # The lab's tests that run no load (its database, its monitoring) run now; its first run waits.
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        BEFORE_THE_FIRST_RUN.append(lambda: _wait_for_checks(capture))
         yield up.stdout
         if not REUSE_LAB:
             make("lab-down")
@@ -69,7 +71,7 @@ def _wait_for_checks(capture: Any) -> None:
         with capture.global_and_fixture_disabled():
             print(line, flush=True)
 
-    say(f"\nthe lab is up; its runs wait for what runs beside it to end ({', '.join(map(str, WAITS_FOR))})")
+    say(f"\nthe lab's first run waits for what runs beside it to end ({', '.join(map(str, WAITS_FOR))})")
     for status in WAITS_FOR:
         while not status.exists():
             if time.monotonic() - started > CHECKS_TIMEOUT_S:
@@ -98,7 +100,7 @@ def short_run(lab: str) -> Path:
 # watch would run one more of its own), then the rest; on the SSH lab, the lock test's first run
 # after the rest (it waits for the local lab's share to end: labkit.after_the_local_lab);
 # the lifecycle tests end with lab-down (on the SSH lab, its own lab-down test).
-FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py")
+FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py", "tests/lab/test_monitoring.py")
 THEN = ("tests/watch/",)
 # Right before it: what fills the SSH lab's wait for the local lab's share (the lock test waits for it).
 BEFORE_THE_WAIT = ("tests/ssh_lab/test_ssh_lab_scrape.py",)
