@@ -69,16 +69,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import math
 import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
-
-import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from perflab.errors import InputError
 
