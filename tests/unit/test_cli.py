@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perflab import wrk2
+from perflab.cli import MODULE_COMMANDS
 from perflab.model import AppSettings, RunContext, RunResult, ScenarioRun
 from perflab.observations import DbSessions, Observations, TierCpu
 
@@ -419,3 +420,19 @@ def test_a_bad_repeat_of_make_bench_is_refused_in_one_line_naming_make_bench() -
     assert alone.returncode == 2 and alone.stderr.startswith("usage: perflab compare")
     assert alone.stderr.endswith("perflab compare: error: argument --repeat: REPEAT must be a whole number of runs "
                                  "from 1 to 20, got '0'\n")
+
+
+
+def test_a_command_imports_its_own_module_and_help_lists_every_command() -> None:
+    # A bench run calls perflab about ten times; `perflab app show` imported the whole package (0.64 s) before
+    # cli.MODULE_COMMANDS, collect's observer and Prometheus client included.
+    probe = ("import sys; from perflab import cli; code = cli.main(['app', 'show', 'quarkus']); "
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('perflab.'))), file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "quarkus" in done.stdout, done.stderr
+    imported = set(done.stderr.split())
+    assert "perflab.app_cli" in imported, imported
+    assert not imported & {"perflab.collect", "perflab.observe", "perflab.prometheus", "perflab.report",
+                           "perflab.compare", "perflab.verify"}, imported
+    listed = perflab("--help")
+    assert listed.returncode == 0 and all(name in listed.stdout for name in MODULE_COMMANDS), listed.stdout
