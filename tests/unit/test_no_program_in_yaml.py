@@ -12,7 +12,8 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ("ansible.builtin.shell", "ansible.builtin.command", "ansible.builtin.raw", "shell", "command", "raw")
+COMMANDS = ("ansible.builtin.shell", "ansible.builtin.command", "ansible.builtin.raw", "shell", "command", "raw",
+            "perflab.lab.controller_command")
 NESTED = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
 
 # A task's program in a variable is a program in YAML too: a string of more lines than one that a role's

@@ -132,12 +132,16 @@ def test_every_file_perflab_writes_matches_its_schema(tmp_path: Path) -> None:
                                                                      rundir.REPRODUCTION})
 
 
+# A file written on the controller: the copy module, or the action that writes it without one (perflab.lab.controller_copy).
+COPIES = ("ansible.builtin.copy", "perflab.lab.controller_copy")
+
+
 def _copy_content(task_file: Path) -> str:
     """The content of the one copy task of TASK_FILE that writes a run file (one of rundir.MODELS, in the run's
     directory; open_results.yml also tells make bench the run's directory, in a file of the caller's)."""
     tasks = yaml.safe_load(task_file.read_text())
-    contents = [task["ansible.builtin.copy"]["content"] for task in tasks if "ansible.builtin.copy" in task
-                and any(task["ansible.builtin.copy"]["dest"].endswith(f"/{name}") for name in rundir.MODELS)]
+    copies = [task[module] for task in tasks for module in COPIES if module in task]
+    contents = [copy["content"] for copy in copies if any(copy["dest"].endswith(f"/{name}") for name in rundir.MODELS)]
     assert len(contents) == 1, task_file
     content: str = contents[0]
     return content
