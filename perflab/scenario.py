@@ -293,6 +293,29 @@ class Scenario:
         routes = [f"{r.method} {PLACEHOLDER.sub(route, r.path.split('?')[0])}" for r in self.requests]
         return tuple(dict.fromkeys(routes))
 
+    def request_types(self) -> list[dict[str, str]]:
+        """Which of the app's routes each request type is, for the app dashboard's panels by request
+        type (perflab/dashboards/app.py): {"method", "route" (its shape: route_shape), "type" (the
+        requests' names, "+"-joined where several share a route: the app cannot tell them apart)},
+        one per route, in the file's order."""
+        names: dict[tuple[str, str], list[str]] = {}
+        for request in self.requests:
+            endpoint = dataclasses.replace(self, requests=(request,)).endpoints()[0]
+            method, route = endpoint.split(" ", 1)
+            names.setdefault((method, route_shape(route)), []).append(request.name)
+        return [{"method": method, "route": route, "type": "+".join(types)} for (method, route), types in names.items()]
+
+
+# A {placeholder} of a route as the app's metrics name it ("/owners/{ownerId}"): whatever its name,
+# the same route. The app dashboard's panels by request type match the uri labels the same way
+# (perflab/dashboards/app.py's ROUTE_SHAPE).
+ROUTE_PLACEHOLDER = re.compile(r"\{[^}/]*\}")
+
+
+def route_shape(route: str) -> str:
+    """ROUTE with each {placeholder} as {}: "/owners/{ownerId}/pets/{petId}" is "/owners/{}/pets/{}"."""
+    return ROUTE_PLACEHOLDER.sub("{}", route)
+
 
 def schema() -> dict[str, JsonValue]:
     return json_schema(Scenario, SCHEMA_TITLE)
@@ -674,8 +697,9 @@ def as_run(scenario: Scenario, file: Path, parameters: Mapping[str, str] | None 
            weights: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The scenario as a run plays it (compile_scenario has accepted PARAMETERS and WEIGHTS): the
     file's fields, each request with its weight as run, `parameters` with every parameter's value as
-    run, `endpoints` (Scenario.endpoints) and `file`, the file it was read from. What the bench
-    records of the scenario (bench-inputs.json's loadgen.scenario)."""
+    run, `endpoints` (Scenario.endpoints), `request_types` (Scenario.request_types) and `file`, the
+    file it was read from. What the bench records of the scenario (bench-inputs.json's
+    loadgen.scenario)."""
     parameters, weights = dict(parameters or {}), dict(weights or {})
     data = to_jsonable(scenario)
     assert isinstance(data, dict)
@@ -688,6 +712,8 @@ def as_run(scenario: Scenario, file: Path, parameters: Mapping[str, str] | None 
     data["parameters"] = {name: parameters.get(name, v.parameter.default)
                           for name, v in scenario.variables.items() if v.parameter is not None}
     data["endpoints"] = list(scenario.endpoints())
+    request_types: list[JsonValue] = [{**request_type} for request_type in scenario.request_types()]
+    data["request_types"] = request_types
     data["file"] = str(file)
     return data
 

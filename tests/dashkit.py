@@ -61,6 +61,8 @@ class RunWindow:
 
         def value(match: re.Match[str]) -> str:
             name = match.group(1) or match.group(2)
+            if name.isdigit():  # label_replace's $1, ${1}: no variable has that name, so Grafana leaves it
+                return match.group(0)
             assert name in values, f"no value for ${name} in {expr}"
             return values[name]
 

@@ -1,4 +1,5 @@
-"""App under test: HTTP rate, latency and errors by route; JVM heap, GC and threads; the DB pool.
+"""App under test: HTTP rate, latency and errors by route and by the running scenario's request type;
+JVM heap, GC and threads; the DB pool.
 
 Every app exports Micrometer's histogram `http_server_requests_seconds_{bucket,count,sum}` (labels
 `method`, `uri`, `status`; the same buckets everywhere, apps/contract/README.md "Metrics"), `jvm_*`
@@ -70,6 +71,60 @@ def which_routes_fail() -> Panel:
         units.RequestsPerSecond, [query(zero_when_absent(failed, every_route), "{{uri}} {{status}}")])
 
 
+# The running scenario's request types (perflab.scenario's Scenario.request_types): the bench publishes
+# perflab_request_type{run_id, app, method, route, type} 1 beside perflab_run_info on the loadgen hosts
+# while a phase runs (roles/bench/files/start_at.py), the route as its shape ("/owners/{}").
+REQUEST_TYPES = 'max by (method, route, type) (perflab_request_type{job="node", app=~"$app", run_id=~"$run"})'
+# The app's uri label as the same shape: each label_replace turns its first named placeholder into {}
+# (perflab.scenario.route_shape), so routes of up to this many placeholders find their type.
+ROUTE_PLACEHOLDERS = 4
+
+
+def by_request_type(expr: str, by: str = "") -> str:
+    """EXPR, summed by (method, uri[, BY]), summed by the scenario's request type instead (and BY):
+    its uri joined on the running scenario's routes. Outside a run's phases it has no series."""
+    shaped = f'label_replace({expr}, "route", "$1", "uri", "(.*)")'
+    for _ in range(ROUTE_PLACEHOLDERS):
+        shaped = f'label_replace({shaped}, "route", "${{1}}{{}}${{2}}", "route", "(.*?)[{{][^}}/]+[}}](.*)")'
+    return f"sum by (type{by}) ({shaped} * on (method, route) group_left (type) {REQUEST_TYPES})"
+
+
+def count_by(by: str) -> str:
+    return f"sum by ({by}) (rate(http_server_requests_seconds_count{{{ROUTES}}}[{WINDOW}]))"
+
+
+def how_many_requests_per_type() -> Panel:
+    return timeseries(
+        "Requests per second by request type",
+        "Responses the app completed per second, by the running scenario's request type (its requests' names; "
+        "names joined by + share a route the app cannot tell apart). Shown while a run's phase runs.",
+        units.RequestsPerSecond, [query(by_request_type(count_by("method, uri")), "{{type}}")], stacked=True)
+
+
+def how_long_do_requests_take_per_type() -> Panel:
+    buckets = f"sum by (method, uri, le) (rate(http_server_requests_seconds_bucket{{{ROUTES}}}[{WINDOW}]))"
+    total = f"sum by (method, uri) (rate(http_server_requests_seconds_sum{{{ROUTES}}}[{WINDOW}]))"
+    return timeseries(
+        "Response time by request type: mean, p99",
+        "Server-side time per request of each of the running scenario's request types: the mean (sum / count) and "
+        "the p99 (the histogram, interpolated within its buckets).",
+        units.Seconds,
+        queries((f"{by_request_type(total)} / {by_request_type(count_by('method, uri'))}", "mean {{type}}"),
+                (f"histogram_quantile(0.99, {by_request_type(buckets, ', le')})", "p99 {{type}}")))
+
+
+def which_request_types_fail() -> Panel:
+    failed = (f'sum by (method, uri, status) (rate(http_server_requests_seconds_count{{{ROUTES}, status=~"[45].."}}'
+              f'[{WINDOW}]))')
+    return timeseries(
+        "Error responses by request type and status",
+        "4xx and 5xx responses per second of each of the running scenario's request types; 0 for a type answered "
+        "without error.",
+        units.RequestsPerSecond,
+        [query(zero_when_absent(by_request_type(failed, ", status"), by_request_type(count_by("method, uri"))),
+               "{{type}} {{status}}")], width=24)
+
+
 def how_busy_is_the_app_cpu() -> Panel:
     return timeseries(
         "App tier CPU utilization",
@@ -129,6 +184,9 @@ def app_dashboard() -> dashboard_model.Dashboard:
              .with_panel(how_many_requests_per_route()).with_panel(how_long_do_requests_take_at_the_app())
              .with_panel(how_long_do_requests_take_per_route()).with_panel(what_is_the_slowest_request_per_route())
              .with_panel(which_routes_fail())
+             .with_row(dashboard_builder.Row("HTTP by request type (the running scenario's)"))
+             .with_panel(how_many_requests_per_type()).with_panel(how_long_do_requests_take_per_type())
+             .with_panel(which_request_types_fail())
              .with_row(dashboard_builder.Row("JVM and DB pool"))
              .with_panel(how_busy_is_the_app_cpu()).with_panel(how_full_is_the_heap())
              .with_panel(how_much_time_goes_to_gc()).with_panel(how_often_does_gc_pause())

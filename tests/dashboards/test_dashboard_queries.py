@@ -79,3 +79,28 @@ def test_variables_offer_the_run_and_its_app(window: RunWindow) -> None:
             f"group by ({label}) ({selector})", window.start, window.end, SCRAPE_INTERVAL_S)}
         expected = {"app": window.app, "run": window.run_id}[variable["name"]]
         assert expected in offered, f"${variable['name']} offers {offered}, not {expected}"
+
+
+def test_the_panels_by_request_type_name_the_scenarios_requests_and_count_all_of_the_apps(
+        window: RunWindow, short_run: Path) -> None:
+    """The app dashboard by request type, as the operator reads it: one series per request of the scenario as run,
+    under its name in the scenario file, and together every request the app counted on its routes."""
+    panels = dict(panel_queries())
+    prometheus = Prometheus(PROMETHEUS, timeout_s=30)
+
+    def points(name: str, by: str) -> dict[str, dict[float, float]]:
+        read: dict[str, dict[float, float]] = {}
+        for series in prometheus.query_range(window.substitute(panels[name]), window.start, window.end, SCRAPE_INTERVAL_S):
+            summed = read.setdefault(series.labels[by], {})
+            for at, value in series.points:
+                summed[at] = summed.get(at, 0.0) + value
+        return read
+
+    by_type = points("app: Requests per second by request type [A]", "type")
+    scenario = read_json(short_run / "bench-inputs.json")["run"]["scenario"]
+    assert sorted(by_type) == sorted(request["name"] for request in scenario["requests"])
+    by_route = points("app: Requests per second by route [A]", "uri")
+    routes_total = {at: sum(route.get(at, 0.0) for route in by_route.values()) for at in next(iter(by_route.values()))}
+    types_total = {at: sum(kind.get(at, 0.0) for kind in by_type.values()) for at in routes_total}
+    assert max(routes_total.values()) > 0
+    assert types_total == pytest.approx(routes_total), "a route of the app's is missing from the request types"

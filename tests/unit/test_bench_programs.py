@@ -216,18 +216,27 @@ def test_a_phase_starts_at_the_agreed_instant_and_says_when(tmp_path: Path) -> N
 
 
 def test_a_phase_publishes_the_run_window_once_it_holds_the_generator_lock(tmp_path: Path) -> None:
-    """The dashboards' and make watch's perflab_run_info, written by the phase's start program (no task of its own)."""
+    """The dashboards' and make watch's perflab_run_info, and the scenario's request types for the app dashboard's
+    panels by request type, written by the phase's start program (no task of its own)."""
     labels = {"run_id": "20261203T140000Z-quarkus-zipcodes", "app": "quarkus", "scenario": 'odd "name"', "tool": "vegeta",
               "target_rate": 200, "phase": "measure"}
+    types = [{"method": "POST", "route": "/zipcodes", "type": "write"},
+             {"method": "GET", "route": "/zipcodes/{}", "type": "read+read_again"}]
     published = tmp_path / "perflab_run.prom"
     done = subprocess.run([sys.executable, str(FILES / "start_at.py"), "--run-info", str(published), json.dumps(labels),
-                           str(tmp_path / "lock"), "run-1", "measure", "0", "cat", str(published)],
+                           json.dumps(types), str(tmp_path / "lock"), "run-1", "measure", "0", "cat", str(published)],
                           capture_output=True, text=True, check=True)
     assert done.stdout == published.read_text() == (
         "# HELP perflab_run_info A perflab benchmark run is in this phase on this load generator (1 while it lasts).\n"
         "# TYPE perflab_run_info gauge\n"
         'perflab_run_info{run_id="20261203T140000Z-quarkus-zipcodes",app="quarkus",scenario="odd \\"name\\"",'
-        'tool="vegeta",target_rate="200",phase="measure"} 1\n'), "written before the tool starts"
+        'tool="vegeta",target_rate="200",phase="measure"} 1\n'
+        "# HELP perflab_request_type A request type of the running scenario and the app's route it is sent to.\n"
+        "# TYPE perflab_request_type gauge\n"
+        'perflab_request_type{run_id="20261203T140000Z-quarkus-zipcodes",app="quarkus",method="POST",route="/zipcodes",'
+        'type="write"} 1\n'
+        'perflab_request_type{run_id="20261203T140000Z-quarkus-zipcodes",app="quarkus",method="GET",route="/zipcodes/{}",'
+        'type="read+read_again"} 1\n'), "written before the tool starts"
     assert oct(published.stat().st_mode & 0o777) == "0o644"
     assert {path.name for path in tmp_path.iterdir()} == {"lock", "perflab_run.prom"}, "no partial file left"
 
@@ -239,7 +248,7 @@ def test_a_phase_does_not_start_beside_another_runs_generator(tmp_path: Path) ->
     try:
         assert holder.stderr is not None and holder.stderr.readline().startswith("perflab: started")
         refused = subprocess.run([sys.executable, str(FILES / "start_at.py"), "--run-info", str(tmp_path / "run.prom"),
-                                  '{"run_id": "run-2"}', str(lock), "run-2", "warmup", "0", "true"],
+                                  '{"run_id": "run-2"}', "[]", str(lock), "run-2", "warmup", "0", "true"],
                                  capture_output=True, text=True)
         assert refused.returncode == 1
         assert "another load generator still runs on this host" in refused.stderr and '"run-1"' in refused.stderr

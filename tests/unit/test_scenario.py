@@ -108,6 +108,22 @@ def test_a_valid_file_loads_with_its_routes() -> None:
     assert loaded.requests[0].statements == {"select": 1, "insert": 1}
 
 
+def test_request_types_name_the_apps_routes_by_shape_and_join_the_names_that_share_one(tmp_path: Path) -> None:
+    """What the bench publishes for the app dashboard's panels by request type (perflab_request_type): the route with
+    each placeholder as {} (the app's own names for them differ: Spring's /products/{productId}), the query dropped, and
+    one type per route, the names of the requests that share it joined."""
+    text = SHOP.replace("  - name: signup", "  - name: item_again\n    weight: 1\n    method: GET\n    path: /products/${sku}\n"
+                                             "    expect: {status: 200}\n  - name: signup")
+    loaded = sc.load(write_shop(tmp_path, text))
+    assert loaded.request_types() == [
+        {"method": "GET", "route": "/products", "type": "search"},
+        {"method": "GET", "route": "/products/{}", "type": "item+item_again"},
+        {"method": "POST", "route": "/customers/new", "type": "signup"},
+        {"method": "POST", "route": "/orders", "type": "order"}]
+    assert sc.as_run(loaded, tmp_path / "shop.yml")["request_types"] == loaded.request_types()
+    assert sc.route_shape("/owners/{ownerId}/pets/{petId}/edit") == "/owners/{}/pets/{}/edit"
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
