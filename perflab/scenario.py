@@ -307,8 +307,8 @@ class Scenario:
 
 
 # A {placeholder} of a route as the app's metrics name it ("/owners/{ownerId}"): whatever its name,
-# the same route. The app dashboard's panels by request type match the uri labels the same way
-# (perflab/dashboards/app.py's ROUTE_SHAPE).
+# the same route. The app dashboard's panels by request type match the uri labels the same way, in
+# PromQL (perflab/dashboards/app.py's by_request_type).
 ROUTE_PLACEHOLDER = re.compile(r"\{[^}/]*\}")
 
 
