@@ -52,6 +52,8 @@ Commands:
   perflab scenario check FILE | show FILE [--first N] [--tool wrk2|vegeta] ...
       a scenario file refused with one line per wrong field, or the requests each tool would send
       (perflab/scenario.py, which lists its own exit codes)
+  perflab prometheus interval [--prometheus URL]
+      the scrape interval the lab's Prometheus runs with, in seconds; an empty line where it cannot be asked
 
 Exit codes:
   0  parsed; or the audit verdict is VALID
@@ -93,7 +95,8 @@ EXIT_BAD_INPUT = 4
 # module. Only the module of the command run is imported: with all of them, perflab took 0.82 s to start
 # (0.64 s of imports), and a bench run calls it about ten times (its app, scenario and verify steps).
 MODULE_COMMANDS = {"report": "report", "history": "history", "collect": "collect", "sweep": "sweep", "compare": "compare",
-                   "reproduce": "reproduce", "watch": "watch", "app": "app_cli", "verify": "verify", "scenario": "scenario"}
+                   "reproduce": "reproduce", "watch": "watch", "app": "app_cli", "verify": "verify", "scenario": "scenario",
+                   "prometheus": "prometheus"}
 
 
 # Judging a run is `judge` (issue 13: names that say what they are); the old name points at it.

@@ -4,13 +4,18 @@ Every failure (unreachable, HTTP error, a query Prometheus rejects, an answer th
 Prometheus') raises PrometheusError with one sentence an operator can act on; one that no later
 query can escape (Prometheus unreachable, or gone in the middle of an answer) raises its subclass
 PrometheusUnreachable, so that a caller stops asking rather than waiting out each query.
+
+`perflab prometheus interval` says the scrape interval the lab's Prometheus runs with (the bench's input
+check compares it with lab_scrape_interval_s); reading its configuration, YAML, is the one use of PyYAML.
 """
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import math
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -111,3 +116,45 @@ class Prometheus:
         if len(samples) > 1:
             raise PrometheusError(f"{expr!r} yields {len(samples)} series where one was expected")
         return samples[0].value if samples else None
+
+    def scrape_interval_s(self) -> float | None:
+        """The global scrape interval of the configuration Prometheus runs with, in seconds (its
+        /api/v1/status/config); None where the configuration names none."""
+        import yaml  # type: ignore[import-untyped]  # only here: the rest of the client is stdlib only
+
+        config = yaml.safe_load(self._get("/api/v1/status/config", {}).get("yaml") or "") or {}
+        written = str((config.get("global") or {}).get("scrape_interval") or "")
+        return duration_s(written) if written else None
+
+
+# Prometheus writes a duration as 5s, 1m, 1m30s or 500ms.
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0, "y": 31536000.0}
+
+
+def duration_s(written: str) -> float:
+    """Prometheus' duration (5s, 1m30s, 500ms) in seconds; ValueError for anything else."""
+    parts = re.findall(r"(\d+)(ms|[smhdwy])", written)
+    if not parts or "".join(n + unit for n, unit in parts) != written:
+        raise ValueError(f"not a Prometheus duration: {written!r}")
+    return sum(int(n) * _DURATION_UNITS[unit] for n, unit in parts)
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `perflab prometheus` to the CLI."""
+    command = commands.add_parser("prometheus", help="what the lab's Prometheus runs with",
+                                  epilog="exit codes: 0 done (an empty line where Prometheus cannot say)")
+    sub = command.add_subparsers(required=True, metavar="ACTION")
+    interval = sub.add_parser("interval", help="the scrape interval it runs with, in seconds (an empty line where "
+                                               "it cannot be asked: the bench then judges without it)")
+    interval.add_argument("--prometheus", default=DEFAULT_URL, metavar="URL", help=f"its URL (default {DEFAULT_URL})")
+    interval.add_argument("--timeout", type=float, default=3.0, metavar="S", help="seconds to wait for it (default 3)")
+    interval.set_defaults(command=_interval)
+
+
+def _interval(args: argparse.Namespace) -> int:
+    try:
+        seconds = Prometheus(args.prometheus, timeout_s=args.timeout).scrape_interval_s()
+    except (PrometheusError, ValueError):
+        seconds = None
+    print("" if seconds is None else f"{seconds:g}")
+    return 0
