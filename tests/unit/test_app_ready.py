@@ -242,3 +242,55 @@ def test_the_deployment_says_whether_the_jvm_maps_its_archive(tmp_path: Path, se
     assert json.loads(done.stdout)["class_data_sharing"] == "archive mapped"
     # Without class data sharing (app_class_data_sharing: false) the fact says nothing of it.
     assert "class_data_sharing" not in json.loads(probe(tmp_path, url, this_process, {}).stdout)
+
+
+def wait_for(tmp_path: Path, result: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(PROBE), "--wait", str(result), "--interval=0.01", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_detached_start_returns_at_once_and_its_wait_gives_what_it_would_have(
+        tmp_path: Path, server: http.server.HTTPServer) -> None:
+    """--detach: the bench launches the JVM's start so (a plain command, no async job) and readies the DB and the
+    load generator meanwhile; --wait then gives, in one round trip, the start-to-ready record the probe printed."""
+    Answer.status = 200
+    url = f"http://127.0.0.1:{server.server_port}/health/ready"
+    result = tmp_path / "start.json"
+    result.write_text(json.dumps({"rc": 0, "stdout": "an earlier run's outcome", "stderr": ""}))
+    # The app answers ready only after a while: the launch returns before it is.
+    Answer.status = 503
+    launched = probe(tmp_path, url, RUNNING, {}, "--detach", str(result))
+    assert (launched.returncode, launched.stdout, launched.stderr) == (0, "", "")
+    assert not result.exists(), "an earlier outcome is removed at the launch"
+    Answer.status = 200
+    waited = wait_for(tmp_path, result)
+    assert waited.returncode == 0, waited.stderr
+    fact = json.loads((tmp_path / "facts" / "perflab_app.fact").read_text())
+    assert json.loads(waited.stdout) == fact and fact["start_to_ready_ms"] >= 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("start.json")) == ["start.json"]
+
+
+def test_a_detached_start_that_fails_is_its_own_error_at_the_wait(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/health/ready"
+    exiting = {"ActiveState": "activating", "SubState": "auto-restart", "NRestarts": "1", "ExecMainStatus": "1"}
+    result = tmp_path / "start.json"
+    launched = probe(tmp_path, url, RUNNING, exiting, "--timeout=60", "--detach", str(result))
+    assert launched.returncode == 0, launched.stderr
+    waited = wait_for(tmp_path, result)
+    assert waited.returncode == 1
+    assert waited.stderr.startswith(f"perflab-app: the app exited with status 1 (unit activating/auto-restart) before "
+                                    f"{url} answered 200; perflab-app is stopped\nlast lines of the perflab-app journal:"
+                                    ), waited.stderr
+    assert "PERFLAB_DB_PASSWORD is not set" in waited.stderr
+
+
+def test_a_wait_without_a_start_says_so_within_its_time(tmp_path: Path) -> None:
+    waited = subprocess.run([sys.executable, str(PROBE), "--wait", str(tmp_path / "never.json"), "--timeout=-59.5",
+                             "--interval=0.01"], capture_output=True, text=True, timeout=60)
+    assert waited.returncode == 1 and "was not written within 0 s: the detached start did not end" in waited.stderr
+
+
+def test_detach_goes_with_restart(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(PROBE), "--detach", str(tmp_path / "start.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--detach goes with --restart" in done.stderr
