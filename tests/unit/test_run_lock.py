@@ -69,17 +69,6 @@ def test_a_holder_whose_process_is_gone_is_taken_over_only_by_its_name(tmp_path:
     assert taken["took_over"]["run"] == "run-1" and taken["why"] == "its process on its controller is gone"
 
 
-def test_renewing_extends_the_lease_and_fails_once_the_lock_is_another_runs(tmp_path: Path) -> None:
-    path = tmp_path / "run.lock"
-    lock("take", str(path), holder("run-1"), "5")
-    renewed = lock("renew", str(path), "run-1", "600")
-    assert renewed["lease_until"] >= time.time() + 590
-    assert json.loads(path.read_text())["lease_until"] == renewed["lease_until"]
-    lock("take", str(path), holder("run-2"), "900", "run-1")
-    failed = lock("renew", str(path), "run-1", "600", code=1)
-    assert "no longer run run-1's" in failed["stderr"] and "run-2" in failed["stderr"]
-
-
 def test_release_frees_only_the_holders_lock(tmp_path: Path) -> None:
     path = tmp_path / "run.lock"
     lock("take", str(path), holder("run-1"), "900")

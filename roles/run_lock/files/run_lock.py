@@ -1,7 +1,6 @@
 """The lab's run lock, kept on one lab host (roles/run_lock): one run at a time on the whole lab.
 
     python3 run_lock.py take LOCK HOLDER_JSON LEASE_S [OVER_RUN]
-    python3 run_lock.py renew LOCK RUN LEASE_S
     python3 run_lock.py release LOCK RUN
 
 LOCK is a JSON file naming its holder: the run ("run"), what it is ("what"), the controller's host
@@ -15,7 +14,6 @@ run's, its holder's lease ran out, or its holder is the run OVER_RUN (the contro
 run's process gone). Prints {"taken": true, "took_over": <old holder or null>, "why": ...} or,
 when another run holds it, {"taken": false, "held_by": <holder>}. Exits 0 in both cases: the
 controller decides (roles/run_lock/tasks/take.yml).
-renew: extends the lease of RUN's lock to LEASE_S from now; exits 1 when RUN no longer holds it.
 release: frees the lock if RUN holds it; prints {"released": true|false, "held_by": ...}.
 
 Runs on the lab's hosts under their python3: standard library only.
@@ -30,8 +28,7 @@ import sys
 import time
 from typing import Any
 
-USAGE = ("usage: run_lock.py take LOCK HOLDER_JSON LEASE_S [OVER_RUN] | renew LOCK RUN LEASE_S"
-         " | release LOCK RUN\n")
+USAGE = "usage: run_lock.py take LOCK HOLDER_JSON LEASE_S [OVER_RUN] | release LOCK RUN\n"
 
 
 def _read(lock: str) -> dict[str, Any] | None:
@@ -82,14 +79,6 @@ def take(lock: str, holder: dict[str, Any], lease_s: float, over: str | None, no
     return {"taken": True, "took_over": current if why else None, "why": why}
 
 
-def renew(lock: str, run: str, lease_s: float, now: float) -> dict[str, Any]:
-    current = _read(lock)
-    if current is None or current.get("run") != run:
-        sys.exit(f"perflab: the lab's run lock is no longer run {run}'s (held by {current}): this run stops here")
-    _write(lock, {**current, "lease_until": now + lease_s})
-    return {"renewed": True, "lease_until": now + lease_s}
-
-
 def release(lock: str, run: str) -> dict[str, Any]:
     current = _read(lock)
     if current is None or current.get("run") != run:
@@ -100,7 +89,7 @@ def release(lock: str, run: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     command, args = (argv[1], argv[2:]) if len(argv) > 1 else ("", [])
-    arity = {"take": (3, 4), "renew": (3, 3), "release": (2, 2)}.get(command)
+    arity = {"take": (3, 4), "release": (2, 2)}.get(command)
     if arity is None or not arity[0] <= len(args) <= arity[1]:
         sys.stderr.write(USAGE)
         return 2
@@ -110,8 +99,6 @@ def main(argv: list[str]) -> int:
         now = time.time()
         if command == "take":
             done = take(lock, json.loads(args[1]), float(args[2]), args[3] if len(args) > 3 else None, now)
-        elif command == "renew":
-            done = renew(lock, args[1], float(args[2]), now)
         else:
             done = release(lock, args[1])
     finally:
