@@ -1,4 +1,5 @@
--- perflab schema: the tables of the four workloads (their endpoints: apps/contract/README.md).
+-- perflab schema: the tables of the four workloads and of TechEmpower's database tests (their endpoints:
+-- apps/contract/README.md).
 -- Used as-is by the lab's mysql role and by the apps' contract harness.
 -- Idempotent: safe to apply to an existing database.
 
@@ -35,4 +36,19 @@ CREATE TABLE IF NOT EXISTS book_order (
   PRIMARY KEY (id),
   CONSTRAINT fk_order_book FOREIGN KEY (book_id) REFERENCES book (id),
   CONSTRAINT fk_order_user FOREIGN KEY (user_id) REFERENCES app_user (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- TechEmpower's database tests (/db, /queries, /updates, /fortunes): their World and Fortune tables, named
+-- in lower case without quotes as their create-postgres.sql creates them, so that one SQL text reads both
+-- engines (MariaDB compares unquoted table names case-sensitively on Linux).
+CREATE TABLE IF NOT EXISTS world (
+  id           INT NOT NULL,
+  randomnumber INT NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE IF NOT EXISTS fortune (
+  id      INT           NOT NULL,
+  message VARCHAR(2048) NOT NULL,
+  PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

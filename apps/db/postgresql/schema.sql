@@ -37,3 +37,14 @@ CREATE TABLE IF NOT EXISTS book_order (
   CONSTRAINT fk_order_book FOREIGN KEY (book_id) REFERENCES book (id),
   CONSTRAINT fk_order_user FOREIGN KEY (user_id) REFERENCES app_user (id)
 );
+
+-- TechEmpower's database tests: World and Fortune as their create-postgres.sql makes them (lower case, unquoted).
+CREATE TABLE IF NOT EXISTS world (
+  id           integer PRIMARY KEY,
+  randomnumber integer NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS fortune (
+  id      integer PRIMARY KEY,
+  message varchar(2048) NOT NULL
+);
