@@ -117,17 +117,24 @@ export MVN
 build-prereqs:
 	@command -v $(MVN) >/dev/null || scripts/apt-need.sh "building the project's apps (their manifests run mvn)" maven
 
+# The engine of the contract suite's private DB server: mariadb (the lab's default) or postgresql
+# (`make test-apps DB_ENGINE=postgresql`: the distribution's PostgreSQL, 15 on Debian 12).
+DB_ENGINE ?= mariadb
+CONTRACT_DB_PACKAGES_mariadb = mariadb-server mariadb-client
+CONTRACT_DB_PACKAGES_postgresql = postgresql postgresql-client
+
 .PHONY: apps-prereqs
 apps-prereqs:
-	@scripts/apt-need.sh "building the apps and their contract suite's private MariaDB" maven mariadb-server mariadb-client openssl
+	@test -n "$(CONTRACT_DB_PACKAGES_$(DB_ENGINE))" || { echo "perflab: DB_ENGINE=$(DB_ENGINE): the contract suite runs on mariadb or postgresql" >&2; exit 2; }
+	@scripts/apt-need.sh "building the apps and their contract suite's private $(DB_ENGINE)" maven $(CONTRACT_DB_PACKAGES_$(DB_ENGINE)) openssl
 
 .PHONY: apps
 apps: ## Build every app under test: apps/<app>/target/perflab-<app>.jar
 	$(MVN) -B -q -f apps/pom.xml package -DskipTests
 
 .PHONY: test-apps
-test-apps: $(VENV_STAMP) apps-prereqs apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB
-	$(CHECK_ENV) $(BIN)/pytest -p no:cacheprovider tests/contract $(addprefix --app ,$(OWN_APPS) $(CONTRACT_VARIANTS))
+test-apps: $(VENV_STAMP) apps-prereqs apps ## Build the apps, run the contract suite against each of APPS (and CONTRACT_VARIANTS) on a private TLS MariaDB (DB_ENGINE=postgresql: PostgreSQL)
+	$(CHECK_ENV) $(BIN)/pytest -p no:cacheprovider tests/contract --db-engine $(DB_ENGINE) $(addprefix --app ,$(OWN_APPS) $(CONTRACT_VARIANTS))
 
 .PHONY: bench-apps
 bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS pinned to one core with vegeta (the lab's request sequence, build/vegeta): start time, max RSS, req/s on /greeting and /zipcodes

@@ -1,12 +1,13 @@
 """The contract suite's targets: an app already running (--base-url) or apps it starts (--app).
 
-    pytest tests/contract --base-url http://127.0.0.1:8080 [--db-host H --db-user U ...]
+    pytest tests/contract --base-url http://127.0.0.1:8080 [--db-engine E --db-host H --db-user U ...]
     pytest tests/contract --app quarkus --app spring-webflux --app spring-mvc --app spring-mvc+virtual
+    pytest tests/contract --db-engine postgresql --app quarkus ...
 
-With --app the suite starts a private MariaDB that requires TLS (harness.py), then each app as its
-manifest (apps/<app>/perflab-app.yml) says, in turn, resetting the DB to the seed between apps. Every
-test is parametrised by target, so the report says which app passes which check. Without a DB
-connection (--base-url alone) the checks that need one skip and say so.
+With --app the suite starts a private MariaDB, or PostgreSQL with --db-engine postgresql, that requires
+TLS (harness.py), then each app as its manifest (apps/<app>/perflab-app.yml) says, in turn, resetting
+the DB to the seed between apps. Every test is parametrised by target, so the report says which app
+passes which check. Without a DB connection (--base-url alone) the checks that need one skip and say so.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import psycopg
 import pymysql
 import pytest
 import requests
 
 from contract_docs import COUNTERS, contract_statement_table
-from harness import APPS, DB_NAME, REPO_ROOT, AppProcess, MariaDB
+from harness import APPS, DB_NAME, ENGINES, REPO_ROOT, AppProcess, Database, database, statement_counts
 from openapi_check import OpenApi
 from perflab import manifest
 
@@ -46,28 +48,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pool-size", type=int, default=4, help="with --app: PERFLAB_DB_POOL_SIZE (default 4)")
     group.addoption("--work-dir", default=str(REPO_ROOT / "build" / "contract"),
                     help="with --app: where the DB and the app logs live (default build/contract)")
+    group.addoption("--db-engine", choices=ENGINES, default="mariadb",
+                    help="with --app: the private DB server the suite starts; with --db-host: that DB's engine "
+                         "(default mariadb)")
     group.addoption("--db-host", help="with --base-url: the app's DB, for statement counts and the TLS check")
-    group.addoption("--db-port", type=int, default=3306)
+    group.addoption("--db-port", type=int, help="with --db-host (default: the engine's, 3306 or 5432)")
     group.addoption("--db-name", default="perflab")
-    group.addoption("--db-user", default="root", help="a user that may read global status and grants")
+    group.addoption("--db-user", default="root",
+                    help="a user that may read global status and grants (on PostgreSQL a member of pg_monitor)")
     group.addoption("--db-password", default="")
     group.addoption("--db-ca", help="PEM of the CA that signed the DB server's certificate")
     group.addoption("--app-db-user", default="perflab", help="the DB user the app connects as")
 
 
 class StatementCounter:
-    """DB statements from the server's global Com_* counters, minus the monitor's own."""
+    """DB statements by kind, minus the monitor's own: on MariaDB the server's global Com_* counters, on
+    PostgreSQL pg_stat_statements' calls by the statement's first word (the lab's view, which leaves out the
+    monitoring roles' own: the calibration then finds none)."""
 
-    def __init__(self, connection: pymysql.connections.Connection) -> None:
+    def __init__(self, connection: Any, engine: str) -> None:
         self.connection = connection
+        self.engine = engine
         self.own = self._calibrate()
 
     def snapshot(self) -> dict[str, int]:
-        names = ", ".join(f"'Com_{name}'" for name in COUNTERS)
-        with self.connection.cursor() as cursor:
-            cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
-            values = {name.lower().removeprefix("com_"): int(value) for name, value in cursor.fetchall()}
-        return {name: values[name] for name in COUNTERS}
+        return statement_counts(self.engine, self.connection)
 
     def _calibrate(self) -> dict[str, int]:
         """The monitor's own statements between two snapshots: the least of a few tries."""
@@ -92,10 +97,11 @@ class Target:
     name: str
     base_url: str
     application: str | None
-    monitor: pymysql.connections.Connection | None = None
+    engine: str = "mariadb"
+    monitor: Any = None
     app_db_user: str = "perflab"
     process: AppProcess | None = None
-    db: MariaDB | None = None
+    db: Database | None = None
     pool_size: int | None = None
     counter: StatementCounter | None = None
     http: requests.Session = field(default_factory=requests.Session)
@@ -108,11 +114,12 @@ class Target:
         return self.http.request(method, self.url(path), **kwargs)
 
     def query(self, sql: str, args: Any = None) -> list[tuple]:
+        """The rows of one SELECT through the monitoring connection (%s placeholders on both engines)."""
         if self.monitor is None:
             pytest.skip("no DB connection: give --db-host (or run with --app)")
         with self.monitor.cursor() as cursor:
             cursor.execute(sql, args)
-            return list(cursor.fetchall())
+            return [tuple(row) for row in cursor.fetchall()]
 
     def statements(self, action: Callable[[], Any]) -> tuple[Any, dict[str, int]]:
         if self.counter is None:
@@ -191,8 +198,9 @@ def work_dir(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def harness_db(work_dir: Path):
-    db = MariaDB(work_dir / "mariadb")
+def harness_db(request: pytest.FixtureRequest, work_dir: Path):
+    engine = request.config.getoption("db_engine")
+    db = database(engine, work_dir / engine)
     try:
         db.start()
         yield db
@@ -204,7 +212,9 @@ def harness_db(work_dir: Path):
 
 def warm_up(target: Target, concurrency: int) -> None:
     """Fill the app's DB pool and exercise every route once, so counts see no connection opening."""
-    paths = ["/zipcodes/10000", "/zipcodes?city=City-0000", "/books", "/greeting/warm", "/hello/0", "/plaintext", "/json"]
+    # No /updates: World keeps its seed until the suite's own checks write to it.
+    paths = ["/zipcodes/10000", "/zipcodes?city=City-0000", "/books", "/greeting/warm", "/hello/0", "/plaintext", "/json",
+             "/db", "/queries?queries=3", "/fortunes"]
     for _ in range(3):
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
             for response in pool.map(lambda p: requests.get(target.url(p), timeout=REQUEST_TIMEOUT_S),
@@ -216,47 +226,55 @@ def warm_up(target: Target, concurrency: int) -> None:
 def target(request: pytest.FixtureRequest):
     spec = request.param
     config = request.config
+    engine = config.getoption("db_engine")
     if spec == "url":
         monitor = None
         if config.getoption("db_host"):
-            ssl = {"ca": config.getoption("db_ca")} if config.getoption("db_ca") else None
-            monitor = pymysql.connect(
-                host=config.getoption("db_host"), port=config.getoption("db_port"),
-                user=config.getoption("db_user"), password=config.getoption("db_password"),
-                database=config.getoption("db_name"), ssl=ssl, autocommit=True,
-            )
+            monitor = monitor_connection(config)
         found = Target(
             name="url", base_url=config.getoption("base_url").rstrip("/"),
-            application=config.getoption("app_name"), monitor=monitor,
+            application=config.getoption("app_name"), engine=engine, monitor=monitor,
             app_db_user=config.getoption("app_db_user"),
         )
         warm_up(found, 16)
         if monitor is not None:
-            found.counter = StatementCounter(monitor)
+            found.counter = StatementCounter(monitor, engine)
         yield found
         if monitor is not None:
             monitor.close()
         return
     app, variant = _variant(spec)
-    db: MariaDB = request.getfixturevalue("harness_db")
+    db: Database = request.getfixturevalue("harness_db")
     db.reset()
     work_dir: Path = request.getfixturevalue("work_dir")
     pool_size = config.getoption("pool_size")
     process = AppProcess(app=app, db=db, workdir=work_dir / spec, pool_size=pool_size, variant=variant)
-    monitor = db.root_connection(database=DB_NAME)
+    monitor = db.monitor_connection(DB_NAME)
     try:
         process.start()
         process.wait_ready()
         started = Target(
-            name=spec, base_url=process.base_url, application=app, monitor=monitor,
+            name=spec, base_url=process.base_url, application=app, engine=db.engine, monitor=monitor,
             process=process, db=db, pool_size=pool_size,
         )
         warm_up(started, 2 * pool_size)
-        started.counter = StatementCounter(monitor)
+        started.counter = StatementCounter(monitor, db.engine)
         yield started
     finally:
         process.stop()
         monitor.close()
+
+
+def monitor_connection(config: pytest.Config) -> Any:
+    """With --base-url: the connection to the app's DB given by --db-*, autocommit, TLS verified with --db-ca."""
+    engine, ca = config.getoption("db_engine"), config.getoption("db_ca")
+    host, user, password = config.getoption("db_host"), config.getoption("db_user"), config.getoption("db_password")
+    if engine == "postgresql":
+        tls = {"sslmode": "verify-ca", "sslrootcert": ca} if ca else {}
+        return psycopg.connect(host=host, port=config.getoption("db_port") or 5432, user=user, password=password,
+                               dbname=config.getoption("db_name"), autocommit=True, **tls)
+    return pymysql.connect(host=host, port=config.getoption("db_port") or 3306, user=user, password=password,
+                           database=config.getoption("db_name"), ssl={"ca": ca} if ca else None, autocommit=True)
 
 
 @pytest.hookimpl(hookwrapper=True)

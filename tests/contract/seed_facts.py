@@ -41,6 +41,31 @@ def book(book_id: int) -> dict[str, object]:
     return {"id": book_id, "title": f"Book {book_id:03d}", "author": f"Author {book_id % 37:02d}"}
 
 
+WORLD_ROWS = 10_000
+# TechEmpower's Fortune rows (their create-postgres.sql), as apps/db/seed.sql holds them.
+FORTUNES = (
+    (1, "fortune: No such file or directory"),
+    (2, "A computer scientist is someone who fixes things that aren't broken."),
+    (3, "After enough decimal places, nobody gives a damn."),
+    (4, "A bad random number generator: 1, 1, 1, 1, 1, 4.33e+67, 1, 1, 1"),
+    (5, "A computer program does what you tell it to do, not what you want it to do."),
+    (6, "Emacs is a nice operating system, but I prefer UNIX. — Tom Christaensen"),
+    (7, "Any program that runs right is obsolete."),
+    (8, "A list is only as strong as its weakest link. — Donald Knuth"),
+    (9, "Feature: A bug with seniority."),
+    (10, "Computers make very fast, very accurate mistakes."),
+    (11, '<script>alert("This should not be displayed in a browser alert box.");</script>'),
+    (12, "フレームワークのベンチマーク"),
+)
+ADDED_FORTUNE = (0, "Additional fortune added at request time.")
+
+
+def world_number(world_id: int) -> int:
+    """World row `world_id`'s seeded randomnumber (1..10000, each once)."""
+    assert 1 <= world_id <= WORLD_ROWS
+    return 1 + (world_id * 7919) % WORLD_ROWS
+
+
 _fresh = itertools.count(random.SystemRandom().randrange(10_000))
 
 

@@ -88,7 +88,7 @@ CASES = [
     Case("greeting-blank", "GET", "/greeting/%20", message="name: must not be blank"),
     Case("greeting-tab", "GET", "/greeting/%09", message="name: must not be blank"),
     Case("greeting-too-long", "GET", "/greeting/" + "x" * 65, message="name: size must be between 0 and 64"),
-    # A method the route does not serve: a 405 on every route alike, TechEmpower's two included.
+    # A method the route does not serve: a 405 on every route alike, TechEmpower's included.
     *[
         Case(f"{method.lower()}-{path[1:].split('/')[0]}-not-served", method, path, status=405)
         for method, path in (
@@ -96,6 +96,7 @@ CASES = [
             ("POST", "/json"), ("PUT", "/json"), ("DELETE", "/json"),
             ("POST", "/greeting/perflab"), ("DELETE", "/greeting/perflab"), ("PUT", "/hello/0"),
             ("POST", "/zipcodes/10000"), ("PUT", "/books"), ("DELETE", "/books"),
+            ("POST", "/db"), ("PUT", "/queries"), ("POST", "/updates"), ("DELETE", "/fortunes"),
         )
     ],
     # Query parameters.

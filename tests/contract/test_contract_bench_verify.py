@@ -2,8 +2,8 @@
 
 As the bench runs it, minus Ansible: `perflab verify plan` on the scenario file, the db-host script run
 the way the bench's task runs it (`python3 -c <its source>`, the plan on stdin) with the private
-MariaDB's own client over its socket, then `perflab verify check`. Every app the suite starts
-passes it for every scenario; two deploy-time settings of Spring MVC that break the contract are
+server's own client over its socket (mariadb, or psql as the superuser), then `perflab verify check`.
+Every app the suite starts passes it for every scenario; two deploy-time settings of Spring MVC that break the contract are
 refused, each with its one line: Hikari's connection test query run at every checkout (one
 select more per request) and Jackson's root wrapping (every JSON body the wrong shape).
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness import APP_DB_USER, REPO_ROOT, SCHEMA_SQL, SEED_SQL, AppProcess, MariaDB
+from harness import REPO_ROOT, AppProcess, Database
 
 SCRIPT = REPO_ROOT / "roles" / "bench" / "files" / "verify_app.py"
 SCENARIOS = sorted(path.stem for path in (REPO_ROOT / "scenarios").glob("*.yml"))
@@ -35,15 +35,14 @@ EXTRA_SELECT = ["-Dspring.datasource.hikari.connection-test-query=SELECT 1",
 WRAPPED_BODIES = ["-Dspring.jackson.serialization.wrap-root-value=true"]
 
 
-def verify(base_url: str, db: MariaDB, scenario: str, out: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+def verify(base_url: str, db: Database, scenario: str, out: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """plan, send, check as the bench does; the check's process and verify.json."""
     plan_file, verify_file = out / f"verify-plan-{scenario}.json", out / f"verify-{scenario}.json"
     planned = subprocess.run([sys.executable, "-m", "perflab", "verify", "plan", scenario, "--base-url", base_url,
                               "--output", str(plan_file)], capture_output=True, text=True, timeout=120)
     assert planned.returncode == 0, planned.stderr
     sent = subprocess.run(
-        [sys.executable, "-c", SCRIPT.read_text(), "--client", "mariadb", "--client-arg=--no-defaults",
-         f"--client-arg=--socket={db.socket_path}", f"--client-arg=--user={db.admin_user}"],
+        [sys.executable, "-c", SCRIPT.read_text(), *db.verify_client_args()],
         input=plan_file.read_text(), capture_output=True, text=True, timeout=300,
     )
     assert sent.returncode == 0 and not sent.stderr, sent.stderr
@@ -58,7 +57,7 @@ def verify(base_url: str, db: MariaDB, scenario: str, out: Path) -> tuple[subpro
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_scenario_verifies(target, scenario: str, work_dir: Path) -> None:
     if target.db is None:
-        pytest.skip("needs the harness's own MariaDB (--app): the script reads its counters through its socket")
+        pytest.skip("needs the suite's own DB server (--app): the script reads its counters through its socket")
     checked, verdict = verify(target.base_url, target.db, scenario, work_dir)
     assert (checked.returncode, checked.stderr) == (0, ""), checked.stdout
     assert verdict["status"] == "ok" and verdict["reason"] is None, verdict
@@ -67,20 +66,17 @@ def test_every_scenario_verifies(target, scenario: str, work_dir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def variant_db(request: pytest.FixtureRequest) -> Iterator[MariaDB]:
+def variant_db(request: pytest.FixtureRequest) -> Iterator[Database]:
     if "spring-mvc" not in (request.config.getoption("app", default=[]) or []):
         pytest.skip("the broken variants are Spring MVC's: run the suite with --app spring-mvc")
-    db: MariaDB = request.getfixturevalue("harness_db")
-    db.mariadb_cli(f"DROP DATABASE IF EXISTS {VARIANT_DB}; CREATE DATABASE {VARIANT_DB}")
-    db.mariadb_cli(SCHEMA_SQL.read_text(), database=VARIANT_DB)
-    db.mariadb_cli(" ".join(f"GRANT ALL PRIVILEGES ON {VARIANT_DB}.* TO '{APP_DB_USER}'@'{host}';"
-                            for host in ("%", "localhost")))
+    db: Database = request.getfixturevalue("harness_db")
+    db.create_app_database(VARIANT_DB)
     yield db
-    db.mariadb_cli(f"DROP DATABASE IF EXISTS {VARIANT_DB}")
+    db.drop_database(VARIANT_DB)
 
 
-def started(db: MariaDB, work_dir: Path, name: str, java_opts: list[str]) -> AppProcess:
-    db.mariadb_cli(SEED_SQL.read_text(), database=VARIANT_DB)
+def started(db: Database, work_dir: Path, name: str, java_opts: list[str]) -> AppProcess:
+    db.reset(VARIANT_DB)
     app = AppProcess(app="spring-mvc", db=db, workdir=work_dir / name, java_opts=java_opts,
                      extra_env={"PERFLAB_DB_NAME": VARIANT_DB})
     app.start()
@@ -92,7 +88,7 @@ def started(db: MariaDB, work_dir: Path, name: str, java_opts: list[str]) -> App
     return app
 
 
-def test_an_extra_select_per_request_is_refused(variant_db: MariaDB, work_dir: Path) -> None:
+def test_an_extra_select_per_request_is_refused(variant_db: Database, work_dir: Path) -> None:
     app = started(variant_db, work_dir, "spring-mvc-extra-select", EXTRA_SELECT)
     try:
         checked, verdict = verify(app.base_url, variant_db, "zipcodes", work_dir)
@@ -107,7 +103,7 @@ def test_an_extra_select_per_request_is_refused(variant_db: MariaDB, work_dir: P
         "verify: GET /zipcodes/{zip} issued 2.00 selects per request, the scenario says 1 (scenarios/zipcodes.yml)")
 
 
-def test_a_wrong_body_is_refused(variant_db: MariaDB, work_dir: Path) -> None:
+def test_a_wrong_body_is_refused(variant_db: Database, work_dir: Path) -> None:
     app = started(variant_db, work_dir, "spring-mvc-wrapped", WRAPPED_BODIES)
     try:
         checked, verdict = verify(app.base_url, variant_db, "plaintext-json", work_dir)

@@ -2,7 +2,7 @@
 measure what it costs. Its /metrics has no server histogram and no perflab_* gauge, while the app as
 deployed by default has both; a value other than on or off stops the app before it serves.
 
-Harness only: it starts the app a second time, beside the suite's, on the same private MariaDB.
+Harness only: it starts the app a second time, beside the suite's, on the same private DB server.
 """
 
 from __future__ import annotations

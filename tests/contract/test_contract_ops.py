@@ -7,7 +7,6 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pymysql
 import pytest
 import requests
 
@@ -254,24 +253,33 @@ def test_request_capacity_gauges_under_slow_requests(target, api):
 
 
 def test_db_sessions_use_tls(target):
-    """The app's DB user is REQUIRE SSL on every host, the app has sessions, and so they are TLS."""
-    hosts = [host for (host,) in target.query("SELECT Host FROM mysql.user WHERE User = %s", (target.app_db_user,))]
-    assert hosts, f"no DB user {target.app_db_user!r}"
-    for host in hosts:
-        grants = " ".join(row[0] for row in target.query("SHOW GRANTS FOR %s@%s", (target.app_db_user, host)))
-        assert re.search(r"REQUIRE (SSL|X509|ISSUER|SUBJECT|CIPHER)", grants), (
-            f"{target.app_db_user}@{host} does not require TLS: {grants}"
-        )
+    """The app's DB user must use TLS wherever it may log in, the app has sessions, and so they are TLS; a
+    plaintext login with its password is refused. MariaDB: REQUIRE SSL on every host of the user.
+    PostgreSQL: pg_hba.conf lets it in over hostssl only, and pg_stat_ssl shows each of its sessions on TLS."""
     assert target.request("GET", "/health/ready").status_code == 200
-    sessions = target.query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s",
-                            (target.app_db_user,))
-    assert sessions[0][0] >= 1, "the app holds no DB session"
-    if target.db is None:
-        return
-    with pytest.raises(pymysql.err.OperationalError) as refused:
-        pymysql.connect(host="127.0.0.1", port=target.db.port, user=target.app_db_user,
-                        password=target.db.app_password, ssl_disabled=True).close()
-    assert refused.value.args[0] == 1045, f"a plaintext login must be refused: {refused.value}"
+    if target.engine == "postgresql":
+        sessions = target.query("SELECT a.pid, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) "
+                                "WHERE a.usename = %s", (target.app_db_user,))
+        assert sessions, "the app holds no DB session"
+        assert all(ssl for _, ssl in sessions), f"sessions (pid, ssl) of {target.app_db_user}: {sessions}"
+        if target.db is not None:  # the superuser reads the rules; a monitoring user may not
+            rules = target.query("SELECT type, database, user_name, auth_method FROM pg_hba_file_rules "
+                                 "WHERE type <> 'local' AND auth_method <> 'reject' "
+                                 "AND (%s = ANY(user_name) OR 'all' = ANY(user_name))", (target.app_db_user,))
+            assert rules and all(rule[0] == "hostssl" and rule[3] == "scram-sha-256" for rule in rules), rules
+    else:
+        hosts = [host for (host,) in target.query("SELECT Host FROM mysql.user WHERE User = %s", (target.app_db_user,))]
+        assert hosts, f"no DB user {target.app_db_user!r}"
+        for host in hosts:
+            grants = " ".join(row[0] for row in target.query("SHOW GRANTS FOR %s@%s", (target.app_db_user, host)))
+            assert re.search(r"REQUIRE (SSL|X509|ISSUER|SUBJECT|CIPHER)", grants), (
+                f"{target.app_db_user}@{host} does not require TLS: {grants}"
+            )
+        sessions = target.query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s",
+                                (target.app_db_user,))
+        assert sessions[0][0] >= 1, "the app holds no DB session"
+    if target.db is not None:
+        target.db.plaintext_login_refused()
 
 
 def test_keep_alive_requests_answer_promptly(target):

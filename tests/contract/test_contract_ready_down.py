@@ -1,7 +1,7 @@
 """Readiness follows the DB: 503 while the app cannot reach it, 200 again once it can.
 
-Harness only (it locks the app's DB account on the private MariaDB), and the last check of each
-app: the file name sorts after the others.
+Harness only (it locks the app's DB account on the suite's own server: ACCOUNT LOCK on MariaDB, NOLOGIN on
+PostgreSQL, and cuts its sessions), and the last check of each app: the file name sorts after the others.
 """
 
 from __future__ import annotations
@@ -13,21 +13,6 @@ import requests
 
 DOWN_DEADLINE_S = 90  # a pool may wait its connection timeout (30 s by default) before giving up
 UP_DEADLINE_S = 90
-
-
-def app_accounts(target) -> list[str]:
-    return [f"'{target.app_db_user}'@'{host}'" for (host,) in
-            target.query("SELECT Host FROM mysql.user WHERE User = %s", (target.app_db_user,))]
-
-
-def cut_app_sessions(target) -> None:
-    for (session_id,) in target.query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = %s",
-                                      (target.app_db_user,)):
-        try:
-            target.query(f"KILL CONNECTION {int(session_id)}")
-        except Exception as error:  # the session may have ended on its own meanwhile
-            if "Unknown thread id" not in str(error):
-                raise
 
 
 def poll_ready(target, wanted: int, deadline_s: float) -> list[str]:
@@ -48,12 +33,9 @@ def poll_ready(target, wanted: int, deadline_s: float) -> list[str]:
 
 def test_ready_is_503_without_db_and_recovers(target, api):
     if target.db is None:
-        pytest.skip("needs the harness's own MariaDB (--app): it locks the app's DB account")
-    accounts = app_accounts(target)
-    assert accounts
-    target.query("ALTER USER " + ", ".join(accounts) + " ACCOUNT LOCK")
+        pytest.skip("needs the suite's own DB server (--app): it locks the app's DB account")
+    target.db.lock_app_user(target.monitor)
     try:
-        cut_app_sessions(target)
         poll_ready(target, 503, DOWN_DEADLINE_S)
         response = requests.get(target.url("/health/ready"), timeout=40,
                                 headers={"Accept": "application/json"})
@@ -64,7 +46,7 @@ def test_ready_is_503_without_db_and_recovers(target, api):
         greeting = requests.get(target.url("/greeting/nodb"), timeout=10)
         assert greeting.status_code == 200 and greeting.text == "hello nodb", "routes without DB work keep working"
     finally:
-        target.query("ALTER USER " + ", ".join(accounts) + " ACCOUNT UNLOCK")
+        target.db.unlock_app_user(target.monitor)
     poll_ready(target, 200, UP_DEADLINE_S)
     response = requests.get(target.url("/zipcodes/10001"), timeout=30)
     assert response.status_code == 200, f"the app must serve DB routes again: {response.status_code} {response.text[:200]}"

@@ -3,6 +3,7 @@ package dev.perflab.quarkus;
 import io.quarkus.hibernate.reactive.panache.Panache;
 import io.smallrye.mutiny.Uni;
 import io.vertx.mysqlclient.MySQLException;
+import io.vertx.pgclient.PgException;
 import jakarta.inject.Inject;
 import jakarta.validation.Valid;
 import jakarta.validation.constraints.NotBlank;
@@ -25,6 +26,8 @@ import java.util.List;
 @Path("/zipcodes")
 public class ZipCodeResource {
     private static final int ER_DUP_ENTRY = 1062;
+    /** PostgreSQL's SQLSTATE unique_violation (MySQL's duplicate key has the generic 23000: its error code tells). */
+    private static final String UNIQUE_VIOLATION = "23505";
 
     @Inject
     Mutiny.SessionFactory sessionFactory;
@@ -42,10 +45,10 @@ public class ZipCodeResource {
     }
 
     /**
-     * Get-or-create in one READ COMMITTED transaction (the isolation level is set per connection, see
-     * {@link ReadCommittedPoolCreator}). When a concurrent request inserts the same zip first, our INSERT
-     * fails with 1062 at commit; the row is then re-read in a new session, whose persistence context
-     * cannot hand back our own unsaved instance.
+     * Get-or-create in one READ COMMITTED transaction (the isolation level is set per connection on MySQL, see
+     * {@link ReadCommittedPoolCreator}; PostgreSQL's default). When a concurrent request inserts the same zip
+     * first, our INSERT fails with a duplicate key (MySQL's 1062, PostgreSQL's 23505) at commit; the row is then
+     * re-read in a new session, whose persistence context cannot hand back our own unsaved instance.
      */
     @POST
     public Uni<RestResponse<ZipCode>> getOrCreate(@Valid @NotNull ZipCode zipCode) {
@@ -61,7 +64,9 @@ public class ZipCodeResource {
     private static boolean isDuplicateKey(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
             if (t instanceof MySQLException mysql && mysql.getErrorCode() == ER_DUP_ENTRY
-                    || t instanceof JDBCException jdbc && jdbc.getErrorCode() == ER_DUP_ENTRY) {
+                    || t instanceof PgException pg && UNIQUE_VIOLATION.equals(pg.getSqlState())
+                    || t instanceof JDBCException jdbc
+                            && (jdbc.getErrorCode() == ER_DUP_ENTRY || UNIQUE_VIOLATION.equals(jdbc.getSQLState()))) {
                 return true;
             }
         }

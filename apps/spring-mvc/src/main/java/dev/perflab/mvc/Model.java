@@ -40,6 +40,14 @@ final class Model {
     record Message(String message) {
     }
 
+    /** TechEmpower's World row: {"id", "randomNumber"}. */
+    record World(int id, int randomNumber) {
+    }
+
+    /** TechEmpower's Fortune row, a line of templates/fortunes.mustache. */
+    record Fortune(int id, String message) {
+    }
+
     private Model() {
     }
 }

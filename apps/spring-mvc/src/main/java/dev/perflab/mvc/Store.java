@@ -2,12 +2,17 @@ package dev.perflab.mvc;
 
 import dev.perflab.mvc.Model.Book;
 import dev.perflab.mvc.Model.BookOrder;
+import dev.perflab.mvc.Model.Fortune;
 import dev.perflab.mvc.Model.NewBook;
 import dev.perflab.mvc.Model.NewOrder;
+import dev.perflab.mvc.Model.World;
 import dev.perflab.mvc.Model.Zipcode;
 import java.sql.PreparedStatement;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.SortedMap;
 import org.springframework.http.HttpStatus;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.core.RowMapper;
@@ -35,6 +40,8 @@ class Store {
             rs.getString(3), rs.getString(4), rs.getString(5), rs.getString(6));
 
     private static final String[] ID = {"id"};
+
+    private static final RowMapper<World> WORLD = (rs, row) -> new World(rs.getInt(1), rs.getInt(2));
 
     private final JdbcTemplate jdbc;
 
@@ -85,6 +92,41 @@ class Store {
             String what = table.equals("book") ? "book" : "user";
             throw new ResponseStatusException(HttpStatus.NOT_FOUND, what + " " + id + " not found");
         }
+    }
+
+    /** TechEmpower's single query: one World row by its id, in one auto-committed SELECT. */
+    World findWorld(int id) {
+        return jdbc.queryForObject("SELECT id, randomnumber FROM world WHERE id = ?", WORLD, id);
+    }
+
+    /** TechEmpower's fortunes: every Fortune row, one SELECT. */
+    List<Fortune> findFortunes() {
+        return jdbc.query("SELECT id, message FROM fortune", (rs, row) -> new Fortune(rs.getInt(1), rs.getString(2)));
+    }
+
+    /**
+     * TechEmpower's updates in one transaction: `count` rows read one SELECT each, each given a new number
+     * (TechEmpower.newNumbers), then every one of them written by one UPDATE, which TechEmpower allows (a "bulk
+     * update"): N selects and 1 update per request, one round trip for the writes.
+     */
+    @Transactional
+    public List<World> updateWorlds(int count) {
+        List<World> read = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            read.add(findWorld(TechEmpower.randomId()));
+        }
+        SortedMap<Integer, Integer> numbers = TechEmpower.newNumbers(read);
+        List<Object> values = new ArrayList<>(3 * numbers.size());
+        StringBuilder sql = new StringBuilder("UPDATE world SET randomnumber = CASE id");
+        for (Map.Entry<Integer, Integer> row : numbers.entrySet()) {
+            sql.append(" WHEN ? THEN ?");
+            values.add(row.getKey());
+            values.add(row.getValue());
+        }
+        sql.append(" ELSE randomnumber END WHERE id IN (?").append(", ?".repeat(numbers.size() - 1)).append(')');
+        values.addAll(numbers.keySet());
+        jdbc.update(sql.toString(), values.toArray());
+        return read.stream().map(world -> new World(world.id(), numbers.get(world.id()))).toList();
     }
 
     /**

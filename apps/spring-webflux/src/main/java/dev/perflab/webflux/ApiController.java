@@ -50,12 +50,12 @@ class ApiController {
      * left; so does this app: the work is subscribed apart from the request (toFuture), and the request's
      * cancellation stops at it.
      */
-    private static <T> Mono<T> toTheEnd(Mono<T> work) {
+    static <T> Mono<T> toTheEnd(Mono<T> work) {
         return Mono.fromFuture(work::toFuture, true);
     }
 
     /** As toTheEnd, for a query of several rows: read whole, then answered. */
-    private static <T> Flux<T> toTheEnd(Flux<T> rows) {
+    static <T> Flux<T> toTheEnd(Flux<T> rows) {
         return toTheEnd(rows.collectList()).flatMapIterable(all -> all);
     }
 

@@ -7,6 +7,8 @@ import jakarta.validation.constraints.Positive;
 import jakarta.validation.constraints.Size;
 import java.util.List;
 import org.springframework.data.annotation.Id;
+import org.springframework.data.relational.core.mapping.Column;
+import org.springframework.data.relational.core.mapping.Table;
 
 /** The JSON shapes of apps/contract/README.md; the constraints are the contract's rules. */
 final class Model {
@@ -42,6 +44,16 @@ final class Model {
 
     /** TechEmpower's JSON test: a new one per request, serialized by Jackson (never a pre-serialized body). */
     record Message(String message) {
+    }
+
+    /** TechEmpower's World row: {"id", "randomNumber"}; its column is randomnumber, not Spring Data's random_number. */
+    @Table("world")
+    record World(@Id int id, @Column("randomnumber") int randomNumber) {
+    }
+
+    /** TechEmpower's Fortune row, a line of templates/fortunes.mustache. */
+    @Table("fortune")
+    record Fortune(@Id int id, String message) {
     }
 
     private Model() {

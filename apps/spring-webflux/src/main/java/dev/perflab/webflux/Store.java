@@ -5,11 +5,17 @@ import static org.springframework.data.relational.core.query.Query.query;
 
 import dev.perflab.webflux.Model.Book;
 import dev.perflab.webflux.Model.BookOrder;
+import dev.perflab.webflux.Model.Fortune;
 import dev.perflab.webflux.Model.NewBook;
 import dev.perflab.webflux.Model.NewOrder;
+import dev.perflab.webflux.Model.World;
 import dev.perflab.webflux.Model.Zipcode;
+import java.util.List;
+import java.util.Map;
+import java.util.SortedMap;
 import org.springframework.data.domain.Sort;
 import org.springframework.data.r2dbc.core.R2dbcEntityTemplate;
+import org.springframework.r2dbc.core.DatabaseClient;
 import org.springframework.data.relational.core.query.Query;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Repository;
@@ -66,6 +72,42 @@ class Store {
         return requireRow("book", order.bookId())
                 .then(requireRow("app_user", order.userId()))
                 .then(Mono.defer(() -> db.insert(new BookOrder(null, order.bookId(), order.userId()))));
+    }
+
+    /** TechEmpower's single query: one World row by its id, in one auto-committed SELECT. */
+    Mono<World> findWorld(int id) {
+        return db.selectOne(query(where("id").is(id)), World.class);
+    }
+
+    /** TechEmpower's fortunes: every Fortune row, one SELECT. */
+    Flux<Fortune> findFortunes() {
+        return db.select(Query.empty(), Fortune.class);
+    }
+
+    /**
+     * TechEmpower's updates in one transaction: `count` rows read one SELECT each, one after the other, each given
+     * a new number (TechEmpower.newNumbers), then every one of them written by one UPDATE, which TechEmpower allows
+     * (a "bulk update"): N selects and 1 update per request, one round trip for the writes.
+     */
+    @Transactional(isolation = Isolation.READ_COMMITTED)
+    public Mono<List<World>> updateWorlds(int count) {
+        return Flux.range(0, count).concatMap(i -> findWorld(TechEmpower.randomId())).collectList().flatMap(read -> {
+            SortedMap<Integer, Integer> numbers = TechEmpower.newNumbers(read);
+            StringBuilder sql = new StringBuilder("UPDATE world SET randomnumber = CASE id");
+            for (int row = 0; row < numbers.size(); row++) {
+                sql.append(" WHEN :id").append(row).append(" THEN :number").append(row);
+            }
+            DatabaseClient.GenericExecuteSpec update = db.getDatabaseClient()
+                    .sql(sql.append(" ELSE randomnumber END WHERE id IN (:ids)").toString())
+                    .bind("ids", List.copyOf(numbers.keySet()));
+            int row = 0;
+            for (Map.Entry<Integer, Integer> entry : numbers.entrySet()) {
+                update = update.bind("id" + row, entry.getKey()).bind("number" + row, entry.getValue());
+                row++;
+            }
+            return update.fetch().rowsUpdated()
+                    .thenReturn(read.stream().map(world -> new World(world.id(), numbers.get(world.id()))).toList());
+        });
     }
 
     private Mono<Void> requireRow(String table, long id) {
