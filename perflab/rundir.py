@@ -34,7 +34,7 @@ second per file); they carry the version these models read, and are checked agai
 when read.
 
 verify-plan.json is read on the DB host by roles/bench/files/verify_app.py, which has no perflab:
-the file keeps the format and version it checks ({"format": "perflab-verify-plan", "version": 2}),
+the file keeps the format and version it checks ({"format": "perflab-verify-plan", "version": 3}),
 and its "version" is the model's schema_version (VerifyPlan says why).
 
 Files written before they carried a schema_version (status.json, bench-inputs.json,
@@ -371,8 +371,14 @@ class VerifyPlanExpect:
     media_type: str | None  # the scenario's expect
     json_field: str | None
     body_pattern: str | None
-    # Statements per request by kind, every kind (verify_app.py ends a type's bursts on a clean one); None: not judged.
+    json_object: scenario.JsonObject | None
+    json_array: scenario.JsonArray | None
+    html_table: tuple[tuple[str, ...], ...] | None
+    # Statements per request by kind, every kind (verify_app.py ends a type's bursts on a clean one): the count,
+    # or the lower bound of a kind the scenario gives as a range; None: not judged.
     statements: dict[str, float] | None
+    # The upper bound of each kind the scenario gives as a range (the others are exactly `statements`').
+    statements_max: dict[str, float]
     statements_by: str | None  # "the scenario" or "the contract"; None: not judged
     statements_doc: str | None  # the file that says so
     statements_not_counted: str | None  # why they are not judged
@@ -384,6 +390,11 @@ class VerifyPlanExpect:
             if sorted(self.statements) != sorted(STATEMENT_KINDS) or not all(map(math.isfinite, self.statements.values())):
                 raise ValueError(f"statements: a number for each of {', '.join(STATEMENT_KINDS)} and no other, "
                                  "or null (not judged)")
+        if not set(self.statements_max) <= set(STATEMENT_KINDS) or not all(map(math.isfinite, self.statements_max.values())):
+            raise ValueError(f"statements_max: a number for some of {', '.join(STATEMENT_KINDS)} and no other")
+        if self.statements_max and (self.statements is None or any(
+                high < self.statements[kind] for kind, high in self.statements_max.items())):
+            raise ValueError("statements_max: an upper bound of statements at or above its lower bound")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -414,10 +425,12 @@ class VerifyPlan:
     # verify_app.py must know of is one version more, of the plan and of the results it writes).
     # 2: the types come from the scenario file (expect.statements may be null: not judged; the scenario's
     # media_type, json_field and body_pattern; expect.contract null off the contract).
+    # 3: a kind's statements may be a range (expect.statements_max); the body's shape (expect.json_object,
+    # json_array, html_table).
     VERSION_FIELD: ClassVar[str] = "version"
 
     format: Literal["perflab-verify-plan"]
-    version: int = 2
+    version: int = 3
     scenario: str
     scenario_file: str  # as the messages name it: relative to the checkout when it is in it
     parameters: dict[str, str]  # the scenario's parameters as run (--set, else their defaults)
@@ -454,9 +467,11 @@ class VerifyCheck:
     ok: bool
     check: str  # the check that failed, or what passed, one line
     answers: dict[str, int]  # status (or "no answer") -> count
-    expected_statements_per_request: dict[str, float]  # the contract's, by kind
+    expected_statements_per_request: dict[str, float]  # the contract's, by kind (a range's lower bound)
     statements_per_request: tuple[dict[str, float], ...]  # each burst's
     answers_shown: tuple[dict[str, Any], ...]  # a few answers as verify_app.py received them, bodies cut short
+    # The upper bound of the kinds the scenario gives as a range (absent in verify.json before ranges were).
+    expected_statements_max: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

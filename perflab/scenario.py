@@ -159,14 +159,36 @@ class ScenarioError(strict_yaml.FileRefused):
 
 
 @dataclass(frozen=True)
+class JsonObject:
+    """The body is a JSON object that holds every one of `fields` (their names compared ignoring case,
+    as TechEmpower's verify compares them: it lower-cases the keys; other fields may be there too)."""
+
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JsonArray:
+    """The body is a JSON array of exactly `length` items, each a JSON object holding every one of
+    `fields` (names compared ignoring case, as in json_object)."""
+
+    length: int
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Expect:
-    """What every answer to the request must be: its status, and optionally its media type, a
-    field its JSON body holds (a dotted path, e.g. owner.id) and a pattern its body matches."""
+    """What every answer to the request must be: its status, and optionally its media type (with a
+    charset when it names one), a field its JSON body holds (a dotted path, e.g. owner.id), a pattern
+    its body matches, the shape of its JSON body (json_object, json_array) and the rows of the HTML
+    table it holds (html_table: each row's cells as text, character references decoded, in order)."""
 
     status: int
     media_type: str | None = None
     json_field: str | None = None
     body_pattern: str | None = None
+    json_object: JsonObject | None = None
+    json_array: JsonArray | None = None
+    html_table: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -180,10 +202,19 @@ class Body:
 
 
 @dataclass(frozen=True)
+class StatementRange:
+    """Statements of a kind per request anywhere from `min` to `max`: where the work may be done either
+    way (TechEmpower's updates: N rows written by one bulk UPDATE, or by N)."""
+
+    min: float
+    max: float
+
+
+@dataclass(frozen=True)
 class Request:
     """One kind of request: its name (the operation the tools count), its share of the mix, and
     what is sent; `statements` are the DB statements per request the app's contract allows, by
-    kind (select, insert, update, delete), which the verify phase counts."""
+    kind (select, insert, update, delete), each a count or a range, which the verify phase counts."""
 
     name: str
     weight: float
@@ -192,7 +223,7 @@ class Request:
     expect: Expect
     headers: dict[str, str] = field(default_factory=dict)
     body: Body | None = None
-    statements: dict[str, float] | None = None
+    statements: dict[str, float | StatementRange] | None = None
 
 
 @dataclass(frozen=True)
@@ -363,12 +394,18 @@ def _schema_problem(error: Any) -> Iterator[tuple[str, str]]:
         wanted: list[str] = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         yield _where(path), f"{instance!r} is {_kind(instance)}, not {' or '.join(_JSON_KINDS.get(w) or w for w in wanted)}"
     elif keyword == "anyOf":
-        # An optional field (T | None): say what T is, as its non-null branch would.
-        for branch in error.context:
-            if branch.validator != "type" or branch.validator_value != "null":
+        # An optional field (T | None) or one of several kinds (a count or a range): where the value is of a
+        # branch's kind, what is wrong inside it; else what kinds it may be.
+        branches = [b for b in error.context if b.validator != "type" or b.validator_value != "null"]
+        inside = [b for b in branches if b.validator != "type"]
+        if inside:
+            for branch in inside:
                 yield from _schema_problem(branch)
-                return
-        yield _where(path), str(error.message)
+        elif branches:
+            kinds = dict.fromkeys(_JSON_KINDS.get(b.validator_value, str(b.validator_value)) for b in branches)
+            yield _where(path), f"{instance!r} is {_kind(instance)}, not {' or '.join(kinds)}"
+        else:
+            yield _where(path), str(error.message)
     elif keyword == "enum":
         yield _where(path), f"{instance!r} is not allowed; allowed: {', '.join(map(str, error.validator_value))}"
     else:
@@ -482,11 +519,39 @@ def _request_problems(scenario: Scenario, where: str, request: Request, names: s
             re.compile(request.expect.body_pattern)
         except re.error as error:
             yield f"{where}.expect.body_pattern", f"is not a regular expression: {error}"
+    yield from _expect_problems(f"{where}.expect", request.expect)
     for kind, count in (request.statements or {}).items():
         if kind not in STATEMENT_KINDS:
             yield f"{where}.statements.{kind}", f"unknown kind; allowed: {', '.join(STATEMENT_KINDS)}"
+        elif isinstance(count, StatementRange):
+            if not all(math.isfinite(bound) and bound >= 0 for bound in (count.min, count.max)):
+                yield f"{where}.statements.{kind}", (f"{count.min:g} to {count.max:g} is out of range; allowed: "
+                                                     "min and max 0 or more per request")
+            elif count.max < count.min:
+                yield f"{where}.statements.{kind}.max", f"{count.max:g} is below min ({count.min:g}); allowed: min or more"
         elif not (math.isfinite(count) and count >= 0):
             yield f"{where}.statements.{kind}", f"{count:g} is out of range; allowed: 0 or more per request"
+
+
+def _expect_problems(where: str, expect: Expect) -> Iterator[tuple[str, str]]:
+    """The shape checks' own: one shape of JSON body, fields named, a length and a table that can be."""
+    if expect.json_object is not None and expect.json_array is not None:
+        yield where, "has both json_object and json_array; allowed: one of them (a body is one or the other)"
+    if expect.json_object is not None and not expect.json_object.fields:
+        yield f"{where}.json_object.fields", "is empty; allowed: the names of the fields the object holds"
+    if expect.json_array is not None and expect.json_array.length < 0:
+        yield f"{where}.json_array.length", f"{expect.json_array.length} is out of range; allowed: 0 or more items"
+    shapes = [("json_object", expect.json_object), ("json_array", expect.json_array)]
+    for name, shape in shapes:
+        for index, field_name in enumerate(shape.fields if shape is not None else ()):
+            if not field_name:
+                yield f"{where}.{name}.fields[{index}]", "is empty; allowed: a field's name"
+    if expect.html_table is not None:
+        if not expect.html_table:
+            yield f"{where}.html_table", "is empty; allowed: the table's rows, each a list of its cells' text"
+        for index, row in enumerate(expect.html_table):
+            if not row:
+                yield f"{where}.html_table[{index}]", "is empty; allowed: the row's cells' text"
 
 
 def _variable_problems(where: str, name: str, variable: Variable, directory: Path) -> Iterator[tuple[str, str]]:
@@ -707,6 +772,11 @@ def as_run(scenario: Scenario, file: Path, parameters: Mapping[str, str] | None 
     for request in scenario.requests:
         recorded = to_jsonable(request)
         assert isinstance(recorded, dict)
+        if any(isinstance(count, StatementRange) for count in (request.statements or {}).values()):
+            # What a run's readers take as `statements` is one count per kind (perflab.rundir's ScenarioRequest:
+            # the statements per request the observer holds the run to); a range is kept as the file gives it,
+            # under a name of its own, and the observer falls back to the contract's count for the route.
+            recorded["statement_ranges"] = recorded.pop("statements")
         requests.append(_without_nulls({**recorded, "weight": weights.get(request.name, request.weight)}))
     data["requests"] = requests
     data["parameters"] = {name: parameters.get(name, v.parameter.default)

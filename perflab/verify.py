@@ -16,12 +16,20 @@ TechEmpower's `verify`, in the lab. Three steps, two of them here:
       gets a few of its concrete requests from that sequence and what every answer must be:
         - the request's `expect`: its status, and when given its media type, a field the JSON body
           holds (`json_field`, a dotted path) and a pattern the body matches (`body_pattern`, a
-          regular expression searched in the body);
+          regular expression searched in the body), and the shape of the body: a JSON object holding
+          named fields (`json_object`), a JSON array of so many such objects (`json_array`), the text of
+          an HTML page's table rows (`html_table`), field names compared ignoring case and cells with
+          their character references decoded, as TechEmpower's verify reads their answers;
         - when the contract (apps/contract/openapi.yaml, perflab/contract.py) documents the route
           and that status, its checks as well: a documented media type, the body against its
           schema, the required headers. A route the contract does not document (a user's app, say
-          Spring PetClinic's GET /owners?lastName=...) is judged by the scenario's expect alone;
-        - the DB statements per request: the request's `statements` (kinds it leaves out are 0);
+          Spring PetClinic's GET /owners?lastName=...) is judged by the scenario's expect alone, and
+          so is every route with --no-contract, which the bench passes for an app that is not one of
+          the project's own (apps/<name>/): the contract binds the lab's apps, and TechEmpower's
+          implementations answer as their verify asks (their WebFlux names a field `randomnumber`,
+          which their verify, comparing names ignoring case, takes and the contract's schema does not);
+        - the DB statements per request: the request's `statements` (kinds it leaves out are 0; a
+          kind may be a range, {min, max}, where the work may be done either way);
           else the contract's count for the route and status (apps/contract/README.md,
           perflab/observe.py's CONTRACT_STATEMENTS); else none: the type's statements are not
           judged (its line says so), its answers still are.
@@ -60,6 +68,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -177,9 +186,10 @@ def compile_for_verify(scenario: scenarios.Scenario, directory: Path, parameters
 
 def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] | None = None,
               weights: Mapping[str, float] | None = None, burst: int = BURST, attempts: int = ATTEMPTS,
-              concurrency: int = CONCURRENCY, api: OpenApi | None = None) -> VerifyPlan:
+              concurrency: int = CONCURRENCY, api: OpenApi | None = None, contract: bool = True) -> VerifyPlan:
     """The verify plan of the scenario in SCENARIO_PATH, with the run's PARAMETERS (--set) and
-    WEIGHTS (--weight), against the app at BASE_URL (see the module's docstring)."""
+    WEIGHTS (--weight), against the app at BASE_URL (see the module's docstring); not CONTRACT: the
+    scenario's expect and statements alone, for an app the lab's contract does not bind."""
     if burst < 1 or attempts < 1 or concurrency < 1:
         raise VerifyInputError(f"burst, attempts and concurrency are >= 1, got {burst}, {attempts}, {concurrency}")
     parameters, weights = dict(parameters or {}), dict(weights or {})
@@ -217,7 +227,8 @@ def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] 
         if len(requests) < needed:
             raise VerifyInputError(f"scenario {scenario.name}: {names[request.name]} is too rare in its sequence: "
                                    f"{len(requests)} in {SEQUENCE_CAP} requests, the verify needs {needed}")
-        types.append(_type_plan(api, request, names[request.name], file, requests[:warmup], requests[warmup:], burst))
+        types.append(_type_plan(api if contract else None, request, names[request.name], file, requests[:warmup],
+                                requests[warmup:], burst))
     return VerifyPlan(
         format=PLAN_FORMAT, scenario=scenario.name, scenario_file=file,
         parameters={name: parameters.get(name, variable.parameter.default)
@@ -231,21 +242,25 @@ def make_plan(scenario_path: Path, base_url: str, parameters: Mapping[str, str] 
     )
 
 
-def _type_plan(api: OpenApi, request: scenarios.Request, name: str, file: str, warmup: list[VerifyPlanRequest],
+def _type_plan(api: OpenApi | None, request: scenarios.Request, name: str, file: str, warmup: list[VerifyPlanRequest],
                measured: list[VerifyPlanRequest], burst: int) -> VerifyPlanType:
+    """A request type's plan; API None: the contract left out (an app it does not bind)."""
     method, route = request.method, name.split(" ")[1]
     status = request.expect.status
-    documented = api.route_of(method, route)
+    documented = None if api is None else api.route_of(method, route)
     answer: Answer | None = None
-    if documented is not None:
+    if api is not None and documented is not None:
         try:
             answer = api.answer(method, documented, status)
         except ContractError:
             answer = None  # a status the contract does not document: the scenario's expect alone
     statements: dict[str, float] | None = None
+    statements_max: dict[str, float] = {}
     said_by = doc = not_counted = None
     if request.statements is not None:
-        statements = {kind: float(request.statements.get(kind, 0)) for kind in KINDS}
+        given = {kind: request.statements.get(kind, 0) for kind in KINDS}
+        statements = {kind: float(c.min if isinstance(c, scenarios.StatementRange) else c) for kind, c in given.items()}
+        statements_max = {kind: float(c.max) for kind, c in given.items() if isinstance(c, scenarios.StatementRange)}
         said_by, doc = "the scenario", file
     elif documented is not None:
         counted, why = observe.expected_statements({(method, documented, str(status)): 1.0})
@@ -264,8 +279,9 @@ def _type_plan(api: OpenApi, request: scenarios.Request, name: str, file: str, w
             content={} if answer is None else answer.content,
             headers={} if answer is None else answer.headers,
             media_type=request.expect.media_type, json_field=request.expect.json_field,
-            body_pattern=request.expect.body_pattern,
-            statements=statements, statements_by=said_by, statements_doc=doc,
+            body_pattern=request.expect.body_pattern, json_object=request.expect.json_object,
+            json_array=request.expect.json_array, html_table=request.expect.html_table,
+            statements=statements, statements_max=statements_max, statements_by=said_by, statements_doc=doc,
             statements_not_counted=not_counted,
         ),
         warmup=tuple(warmup),
@@ -285,7 +301,11 @@ class Expected:
     media_type: str | None
     json_field: str | None
     body_pattern: re.Pattern[str] | None
-    statements: dict[str, float] | None  # None: not judged
+    json_object: scenarios.JsonObject | None
+    json_array: scenarios.JsonArray | None
+    html_table: tuple[tuple[str, ...], ...] | None
+    statements: dict[str, float] | None  # None: not judged; a range's lower bound
+    statements_max: dict[str, float]  # the upper bound of the kinds given as a range
     statements_by: str  # "the scenario" or "the contract"
     statements_doc: str  # the file that says so
     not_counted: str  # why the statements are not judged
@@ -298,6 +318,7 @@ class TypeVerdict:
     answers: dict[str, int] = field(default_factory=dict)  # status (or "no answer") -> count
     per_request: list[dict[str, float]] = field(default_factory=list)  # each burst's statements per request
     expected: dict[str, float] = field(default_factory=dict)  # empty: the statements are not judged
+    expected_max: dict[str, float] = field(default_factory=dict)  # the kinds given as a range: their upper bound
     shown: list[dict[str, Any]] = field(default_factory=list)  # a few answers, bodies cut short
     by_contract: bool = False  # the contract's checks applied to the answers
     not_counted: str = ""  # why the statements are not judged
@@ -320,11 +341,20 @@ class TypeVerdict:
         return min(self.per_request, key=self._deviation) if self.expected else self.per_request[0]
 
     def _deviation(self, figures: Mapping[str, float]) -> float:
-        return max(abs(figures[k] - self.expected[k]) for k in KINDS)
+        return max(self.off_by(figures, k) for k in KINDS)
+
+    def off_by(self, figures: Mapping[str, float], kind: str) -> float:
+        """How far a burst's statements of a kind per request are from the count expected, or outside the range."""
+        low, high = self.expected[kind], self.expected_max.get(kind, self.expected[kind])
+        return max(low - figures[kind], figures[kind] - high, 0.0)
+
+    def expected_text(self, kind: str) -> str:
+        high = self.expected_max.get(kind)
+        return f"{self.expected[kind]:g}" if high is None else f"{self.expected[kind]:g} to {high:g}"
 
     def to_check(self) -> VerifyCheck:
         return VerifyCheck(name=self.name, ok=self.problem is None, check=self.line, answers=self.answers,
-                           expected_statements_per_request=self.expected,
+                           expected_statements_per_request=self.expected, expected_statements_max=self.expected_max,
                            statements_per_request=tuple(self.per_request), answers_shown=tuple(self.shown))
 
 
@@ -369,7 +399,8 @@ def expected_of(planned: VerifyPlanType) -> Expected:
         raise VerifyInputError(f"the plan's {planned.name}: body_pattern is not a regular expression: {exc}") from None
     return Expected(
         status=expect.status, contract=answer, media_type=expect.media_type, json_field=expect.json_field,
-        body_pattern=body_pattern, statements=expect.statements,
+        body_pattern=body_pattern, json_object=expect.json_object, json_array=expect.json_array,
+        html_table=expect.html_table, statements=expect.statements, statements_max=dict(expect.statements_max),
         statements_by=expect.statements_by or "the plan", statements_doc=expect.statements_doc or "the verify plan",
         not_counted=expect.statements_not_counted or "the plan gives none",
     )
@@ -412,6 +443,104 @@ def _holds(document: Any, dotted: str) -> bool:
     return True
 
 
+def _fields_missing(item: Any, fields: Sequence[str]) -> list[str]:
+    """The fields an object lacks, their names compared ignoring case (TechEmpower's verify lower-cases the keys);
+    every one where it is no object."""
+    if not isinstance(item, Mapping):
+        return list(fields)
+    present = {str(key).lower() for key in item}
+    return [name for name in fields if name.lower() not in present]
+
+
+class _TableText(HTMLParser):
+    """The text of each row of an HTML page's tables: each cell's (th or td) text, character references
+    decoded and surrounding white space taken off, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[tuple[str, ...]] = []
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag == "tr":
+            self._end_row()
+            self._row = []
+        elif tag in ("td", "th"):
+            self._end_cell()
+            if self._row is None:
+                self._row = []
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th"):
+            self._end_cell()
+        elif tag in ("tr", "table"):
+            self._end_row()
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def _end_cell(self) -> None:
+        if self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+        self._cell = None
+
+    def _end_row(self) -> None:
+        self._end_cell()
+        if self._row is not None:
+            self.rows.append(tuple(self._row))
+        self._row = None
+
+    def close(self) -> None:
+        super().close()
+        self._end_row()
+
+
+def table_rows(body: str) -> list[tuple[str, ...]]:
+    """The rows of the HTML tables in a body, each its cells' text (_TableText)."""
+    parser = _TableText()
+    parser.feed(body)
+    parser.close()
+    return parser.rows
+
+
+def _shape_problem(expected: Expected, body: str) -> str | None:
+    """What the scenario's json_object, json_array or html_table finds wrong with a body, or None."""
+    if expected.json_object is not None or expected.json_array is not None:
+        try:
+            parsed = json.loads(body)
+        except json.JSONDecodeError:
+            return "the body is not JSON"
+        if expected.json_object is not None:
+            missing = _fields_missing(parsed, expected.json_object.fields)
+            if not isinstance(parsed, Mapping):
+                return f"the body is a JSON {type(parsed).__name__}, the scenario expects an object"
+            if missing:
+                return f"the JSON object has no {', '.join(missing)} (names compared ignoring case)"
+        if expected.json_array is not None:
+            shape = expected.json_array
+            if not isinstance(parsed, list):
+                return f"the body is not a JSON array, the scenario expects one of {shape.length} items"
+            if len(parsed) != shape.length:
+                return f"the JSON array has {len(parsed)} items, the scenario expects {shape.length}"
+            for index, item in enumerate(parsed):
+                missing = _fields_missing(item, shape.fields)
+                if missing:
+                    return (f"item {index} of the JSON array is not an object with {', '.join(missing)} "
+                            "(names compared ignoring case)")
+    if expected.html_table is not None:
+        rows = table_rows(body)
+        wanted = [tuple(row) for row in expected.html_table]
+        if rows != wanted:
+            for index, (got, want) in enumerate(zip(rows, wanted)):
+                if got != want:
+                    return f"the HTML table's row {index + 1} reads {list(got)!r}, the scenario expects {list(want)!r}"
+            return f"the HTML table has {len(rows)} rows, the scenario expects {len(wanted)}"
+    return None
+
+
 def scenario_problem(name: str, expected: Expected, status: int, headers: Mapping[str, str], body: str) -> str | None:
     """What the scenario's own expect finds wrong with an answer of the expected status, in one line."""
     label = f"{name} {status}"
@@ -433,6 +562,9 @@ def scenario_problem(name: str, expected: Expected, status: int, headers: Mappin
     if expected.body_pattern is not None and not expected.body_pattern.search(body):
         return (f"verify: {label}: the body does not match the scenario's body_pattern "
                 f"{expected.body_pattern.pattern!r}; body: {contract.quote(body)}")
+    shape = _shape_problem(expected, body)
+    if shape is not None:
+        return f"verify: {label}: {shape}; body: {contract.quote(body)}"
     return None
 
 
@@ -478,7 +610,7 @@ def check(plan: VerifyPlan, results: Mapping[str, Any]) -> list[TypeVerdict]:
     for planned in plan.types:
         name = planned.name
         expected = expected_of(planned)
-        verdict = TypeVerdict(name=name, expected=dict(expected.statements or {}),
+        verdict = TypeVerdict(name=name, expected=dict(expected.statements or {}), expected_max=expected.statements_max,
                               by_contract=expected.contract is not None, not_counted=expected.not_counted)
         verdicts.append(verdict)
         got = received.get(name)
@@ -496,9 +628,9 @@ def check(plan: VerifyPlan, results: Mapping[str, Any]) -> list[TypeVerdict]:
             continue
         best = verdict.per_request_best
         for kind in KINDS:
-            if abs(best[kind] - verdict.expected[kind]) >= plan.tolerance:
+            if verdict.off_by(best, kind) >= plan.tolerance:
                 verdict.problem = (f"verify: {name} issued {best[kind]:.2f} {kind}s per request, "
-                                   f"{expected.statements_by} says {verdict.expected[kind]:g} ({expected.statements_doc})")
+                                   f"{expected.statements_by} says {verdict.expected_text(kind)} ({expected.statements_doc})")
                 break
     return verdicts
 
@@ -577,6 +709,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     plan.add_argument("--concurrency", type=_positive, default=CONCURRENCY, metavar="C",
                       help=f"requests in flight ({CONCURRENCY})")
     plan.add_argument("--output", type=Path, metavar="PLAN.json", help="write the plan here (default: stdout)")
+    plan.add_argument("--no-contract", dest="contract", action="store_false",
+                      help="leave the lab's contract out: the scenario's expect and statements alone (an app that is not "
+                           "one of the project's own, which the contract does not bind: the bench passes it for those)")
     plan.set_defaults(command=_plan)
     judge = steps.add_parser(
         "check", help="judge verify_app.py's results against the plan; one line per type",
@@ -602,7 +737,7 @@ def _plan(args: argparse.Namespace) -> int:
         return _fail(wrong)
     try:
         plan = make_plan(scenario_file(args.scenario), args.base_url, parameters, weights, burst=args.burst,
-                         attempts=args.attempts, concurrency=args.concurrency)
+                         attempts=args.attempts, concurrency=args.concurrency, contract=args.contract)
     except VerifyInputError as exc:
         return _fail(exc.problems)
     if args.output is None:

@@ -1,7 +1,8 @@
 """The lab on PostgreSQL: the session's lab turns its db host to PostgreSQL (make lab-up with
 lab_db_engine=postgresql) and back to MariaDB at the end, each time with the other engine stopped.
 On it the lab's three apps run judged, with their statements per request counted from pg_stat_statements,
-and an app that speaks MySQL's protocol only is refused before anything changes."""
+each of TechEmpower's four database tests runs on one of them (tests/matrix_lab runs the other cells on
+MariaDB), and an app that speaks MySQL's protocol only is refused before anything changes."""
 from __future__ import annotations
 
 import re
@@ -15,10 +16,17 @@ import yaml
 from bench_helpers import RESULTS, ROOT, read_json, run_dirs, run_make, tail
 from dashkit import PROMETHEUS, RunWindow, panel_queries
 from labkit import changed_counts, make, on_host
-from runkit import compare
+from runkit import assert_complete_without_errors, compare
 
 ON_POSTGRESQL = "ANSIBLE_ARGS=-e lab_db_engine=postgresql"
 APPS = ("quarkus", "spring-mvc", "spring-webflux")
+# TechEmpower's database tests, each on one of the lab's apps (their checks and query counts are the verify's;
+# the contract suite, make test-apps DB_ENGINE=postgresql, holds every app to each route on PostgreSQL).
+TECHEMPOWER_DB_TESTS = {"db": "quarkus", "queries": "spring-mvc", "updates": "spring-webflux", "fortunes": "quarkus"}
+# What the verify counted on the server for each, per request (scenarios/*.yml: updates' UPDATEs may be 1 to 20;
+# the lab's apps write the 20 rows with one).
+TECHEMPOWER_STATEMENTS = {"db": "1.00 select, 0.00 insert, 0.00 update", "queries": "20.00 select, 0.00 insert, 0.00 update",
+                          "updates": "20.00 select, 0.00 insert, 1.00 update", "fortunes": "1.00 select, 0.00 insert, 0.00 update"}
 
 
 def active(unit: str) -> str:
@@ -86,6 +94,21 @@ def test_the_lab_apps_run_judged_on_postgresql_with_their_statements_counted(pos
         assert re.match(r"all \d+ DB sessions used TLS; ", rules["same_db_work"]["evidence"]), rules["same_db_work"]
         assert rules["db_up"] == {"rule": "db_up", "status": "VALID", "evidence": (
             "the DB was up at every scrape of the measured window (postgres_exporter's pg_up 1)")}, rules["db_up"]
+
+
+@pytest.mark.parametrize("scenario", sorted(TECHEMPOWER_DB_TESTS))
+def test_techempowers_database_tests_run_judged_with_their_query_counts(postgresql_lab: None, scenario: str) -> None:
+    app = TECHEMPOWER_DB_TESTS[scenario]
+    before = run_dirs()
+    # 20 req/s: /queries and /updates are 21 statements a request, and this lab's 2 cores are shared with the SSH
+    # lab's runs in CI (spring-webflux's /updates reached 6 of 50 req/s beside a contract suite and a unit suite).
+    done = run_make("bench", f"APP={app}", f"SCENARIO={scenario}", "RATE=20", "DURATION=10s", "WARMUP=5s", ON_POSTGRESQL)
+    created = sorted(run_dirs() - before)
+    assert len(created) == 1, tail(done.stdout, 60)
+    assert_complete_without_errors(app, scenario, created[0], rate=20)
+    (checked,) = read_json(RESULTS / created[0] / "verify.json")["types"]
+    assert checked["ok"] and f"statements per request {TECHEMPOWER_STATEMENTS[scenario]}" in checked["check"], checked
+    assert read_json(RESULTS / created[0] / "result.json")["versions"]["database"].startswith("postgres (PostgreSQL) 15.")
 
 
 def test_an_app_that_speaks_mysql_only_is_refused_before_anything_changes(postgresql_lab: None, tmp_path: Path) -> None:

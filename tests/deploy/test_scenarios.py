@@ -297,7 +297,8 @@ def test_every_scenario_loads_for_wrk2(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"loadgen_scenario": "nope"}, "unknown SCENARIO 'nope': use one of books-orders, greeting, hello-latency, plaintext-json, zipcodes, "
+        ({"loadgen_scenario": "nope"}, "unknown SCENARIO 'nope': use one of books-orders, db, fortunes, greeting, hello-latency, plaintext-json, queries, "
+                                        "updates, zipcodes, "
                                         "or the path of a scenario file"),
         ({"loadgen_scenario": "greeting", "loadgen_rate": "0"}, "RATE must be a whole number > 0"),
         ({"loadgen_scenario": "greeting", "loadgen_rate": "-5"}, "RATE must be a whole number > 0"),

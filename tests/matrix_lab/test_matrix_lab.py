@@ -10,6 +10,13 @@ each cell runs once, here or where another test needs that very run.
 | greeting       | local: the sweep's steps    | here                         | here                        |
 | plaintext-json | here, beside TechEmpower's  | here                         | here                        |
 | hello-latency  | here                        | SSH lab: report 2 (400 threads) | SSH lab: report 2        |
+| db             | local: PostgreSQL           | here                         | here                        |
+| queries        | here                        | local: PostgreSQL            | here                        |
+| updates        | here                        | here                         | local: PostgreSQL           |
+| fortunes       | local: PostgreSQL           | here                         | here                        |
+
+TechEmpower's database tests (db, queries, updates, fortunes) run here on the lab's default engine, and one
+app each on PostgreSQL (tests/bench_runs/test_postgresql_runs.py).
 """
 from __future__ import annotations
 
@@ -28,10 +35,13 @@ TFB_DIR = os.environ.get("PERFLAB_TFB_DIR")
 # Where each cell of the table above runs; "here" are this module's tests.
 ELSEWHERE = {("zipcodes", "quarkus"), ("zipcodes", "spring-mvc"), ("zipcodes", "spring-webflux"),
              ("books-orders", "spring-webflux"), ("greeting", "quarkus"), ("hello-latency", "spring-mvc"),
-             ("hello-latency", "spring-webflux")}
+             ("hello-latency", "spring-webflux"), ("db", "quarkus"), ("queries", "spring-mvc"),
+             ("updates", "spring-webflux"), ("fortunes", "quarkus")}
 HERE = {("books-orders", "quarkus"), ("books-orders", "spring-mvc"), ("greeting", "spring-mvc"),
         ("greeting", "spring-webflux"), ("plaintext-json", "quarkus"), ("plaintext-json", "spring-mvc"),
-        ("plaintext-json", "spring-webflux"), ("hello-latency", "quarkus")}
+        ("plaintext-json", "spring-webflux"), ("hello-latency", "quarkus"), ("db", "spring-mvc"),
+        ("db", "spring-webflux"), ("queries", "quarkus"), ("queries", "spring-webflux"), ("updates", "quarkus"),
+        ("updates", "spring-mvc"), ("fortunes", "spring-mvc"), ("fortunes", "spring-webflux")}
 
 
 def test_the_matrix_covers_every_app_on_every_scenario() -> None:
@@ -49,6 +59,14 @@ def test_books_orders_on_quarkus_and_spring_mvc() -> None:
 
 def test_greeting_on_both_spring_apps() -> None:
     compare("greeting", ("spring-mvc", "spring-webflux"), "APPS=spring-mvc spring-webflux")
+
+
+@pytest.mark.parametrize(("scenario", "apps"), [
+    ("db", ("spring-mvc", "spring-webflux")), ("queries", ("quarkus", "spring-webflux")),
+    ("updates", ("quarkus", "spring-mvc")), ("fortunes", ("spring-mvc", "spring-webflux")),
+])
+def test_techempowers_database_tests(scenario: str, apps: tuple[str, ...]) -> None:
+    compare(scenario, apps, f"APPS={' '.join(apps)}")
 
 
 def test_hello_latency_on_quarkus() -> None:

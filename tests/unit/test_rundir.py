@@ -320,5 +320,9 @@ def test_every_scenario_as_run_is_read_with_its_requests(tmp_path: Path, path: P
     read = rundir.read_bench_inputs(tmp_path).run.scenario
     assert [r.name for r in read.requests] == [r.name for r in loaded.requests]
     assert tuple(dict.fromkeys(f"{r.method} {r.route}" for r in read.requests)) == loaded.endpoints()
-    assert [r.statements for r in read.requests] == [r.statements for r in loaded.requests]
+    # A request whose statements include a range (scenarios/updates.yml) has none a run's readers hold it to: the
+    # file's are kept beside them (statement_ranges), and the observer takes the contract's count for its route.
+    ranged = [any(isinstance(n, scenario.StatementRange) for n in (r.statements or {}).values()) for r in loaded.requests]
+    assert [r.statements for r in read.requests] == [None if k else r.statements for k, r in zip(ranged, loaded.requests)]
+    assert any(ranged) == (path.stem == "updates")
     assert [int(r.status) for r in read.requests] == [r.expect.status for r in loaded.requests]

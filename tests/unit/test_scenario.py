@@ -165,6 +165,45 @@ def test_every_wrong_field_gets_its_own_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("statements: {select: 1, update: {min: 1, max: 20}}", []),
+        ("statements: {select: 1, update: {min: 20, max: 1}}",
+         ["requests[1].statements.update.max: 1 is below min (20); allowed: min or more"]),
+        ("statements: {select: 1, update: {min: 1}}",
+         ["requests[1].statements.update.max: missing"]),
+        ("statements: {select: 1, update: many}",
+         ["requests[1].statements.update: 'many' is a string, not a number or a mapping"]),
+        ("expect: {status: 200, json_object: {fields: [sku]}, json_array: {length: 2}}",
+         ["requests[1].expect: has both json_object and json_array; allowed: one of them (a body is one or the other)"]),
+        ("expect: {status: 200, json_object: {fields: []}}",
+         ["requests[1].expect.json_object.fields: is empty; allowed: the names of the fields the object holds"]),
+        ("expect: {status: 200, json_array: {length: -1, fields: [sku, '']}}",
+         ["requests[1].expect.json_array.length: -1 is out of range; allowed: 0 or more items",
+          "requests[1].expect.json_array.fields[1]: is empty; allowed: a field's name"]),
+        ("expect: {status: 200, html_table: [[id, message], []]}",
+         ["requests[1].expect.html_table[1]: is empty; allowed: the row's cells' text"]),
+    ],
+    ids=["range", "range-reversed", "range-half", "range-word", "two-shapes", "no-fields", "bad-array", "empty-row"],
+)
+def test_a_body_shape_and_a_range_of_statements(tmp_path: Path, change: str, expected: list[str]) -> None:
+    """TechEmpower's checks as a scenario gives them (scenarios/db.yml, updates.yml, fortunes.yml)."""
+    old = ("    expect: {status: 200, media_type: application/json, json_field: product.sku}\n"
+           "    statements: {select: 1}\n")
+    assert old in SHOP
+    text = SHOP.replace(old, (f"    expect: {{status: 200}}\n    {change}\n" if change.startswith("statements")
+                              else f"    {change}\n    statements: {{select: 1}}\n"))
+    file = write_shop(tmp_path, text)
+    if expected:
+        assert refusal(file) == expected
+    else:
+        update = sc.load(file).requests[1].statements["update"]  # type: ignore[index]
+        assert update == sc.StatementRange(min=1, max=20)
+        assert sc.as_run(sc.load(file), file)["requests"][1]["statement_ranges"] == {
+            "select": 1, "update": {"min": 1, "max": 20}}
+
+
+@pytest.mark.parametrize(
     ("skus", "expected"),
     [
         (None, "variables.sku.csv.file: 'skus.csv' cannot be read (No such file or directory); "

@@ -28,7 +28,9 @@ from .scenario_lua import LUAJIT, NO_LUAJIT, as_line, run_threads
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO_ROOT / "scenarios"
 FIXTURES = REPO_ROOT / "tests" / "unit" / "fixtures" / "builtin_sequences"
-BUILTINS = sorted(path.stem for path in SCENARIOS.glob("*.yml"))
+# The scenarios the lab sent before they were files (TechEmpower's database tests, db, queries, updates and
+# fortunes, came as files: they have no old sequences to keep).
+BUILTINS = ["books-orders", "greeting", "hello-latency", "plaintext-json", "zipcodes"]
 # (threads per host, host, hosts, KEY_PHASE): every built-in scenario's fixtures are at each.
 PLACEMENTS = [(2, 0, 1, 0), (3, 0, 2, 1), (3, 1, 2, 1), (4, 1, 2, 0)]
 # The fixtures' digests are per this many lines, and of all of them.
@@ -81,7 +83,7 @@ def assert_is_the_fixture(case: Case, lines: list[str]) -> None:
 
 
 def test_every_builtin_scenario_has_its_scenario_file_and_its_fixtures() -> None:
-    assert BUILTINS == ["books-orders", "greeting", "hello-latency", "plaintext-json", "zipcodes"]
+    assert set(BUILTINS) <= {path.stem for path in SCENARIOS.glob("*.yml")}
     for name in BUILTINS:
         assert sc.load(SCENARIOS / f"{name}.yml").name == name
     for document in (VEGETA, WRK2):

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import html
 import http.server
 import json
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -183,7 +184,7 @@ def assert_the_scenarios_own_requests(plan: Mapping[str, Any], file: Path, param
 def test_the_plan_of_each_scenario(scenario: str) -> None:
     plan = plan_of(scenario)
     assert (plan["format"], plan["version"], plan["scenario"], plan["base_url"], plan["key_phase"]) == (
-        "perflab-verify-plan", 2, scenario, BASE_URL, 9)
+        "perflab-verify-plan", 3, scenario, BASE_URL, 9)
     assert (plan["scenario_file"], plan["threads"], plan["skipped"]) == (f"scenarios/{scenario}.yml", 2, [])
     got = [(t["name"], t["expect"]["status"], tuple(t["expect"]["statements"][k] for k in KINDS)) for t in plan["types"]]
     assert got == EXPECTED_TYPES[scenario]
@@ -294,7 +295,9 @@ def test_the_db_host_script_reads_the_format_and_version_of_rundirs_model() -> N
     lambda p: p["types"][0]["bursts"].append([]),
     lambda p: p["types"][0].update(warmup=[]),
     lambda p: p["types"][0]["expect"]["statements"].pop("delete"),
-    lambda p: p.update(version=3),
+    lambda p: p["types"][0]["expect"].update(statements_max={"update": "20"}),
+    lambda p: p["types"][0]["expect"].update(statements_max={"rows": 20}),
+    lambda p: p.update(version=2),
 ])
 def test_what_the_db_host_script_refuses_rundir_refuses(breakage: Callable[[dict[str, Any]], Any]) -> None:
     plan = plan_of("plaintext-json")
@@ -323,7 +326,8 @@ def test_a_scenario_outside_the_contract(petclinic: Path) -> None:
                                                       "/owners?lastName=O%27Hara"}
     assert find["expect"] == {
         "status": 200, "contract": None, "content": {}, "headers": {}, "media_type": "text/html", "json_field": None,
-        "body_pattern": "<h2>Owners</h2>", "statements": {"select": 2.0, "insert": 0.0, "update": 0.0, "delete": 0.0},
+        "body_pattern": "<h2>Owners</h2>", "json_object": None, "json_array": None, "html_table": None,
+        "statements": {"select": 2.0, "insert": 0.0, "update": 0.0, "delete": 0.0}, "statements_max": {},
         "statements_by": "the scenario", "statements_doc": str(petclinic), "statements_not_counted": None,
     }
     assert listing["expect"]["statements"]["select"] == 1
@@ -452,7 +456,7 @@ def results_for(plan: Mapping[str, Any], *, per_request: Callable[[str], tuple[i
         types.append({"name": planned["name"], "warmup": {"requests": len(planned["warmup"]), "seconds": 0.5,
                                                           "answers": {"200": len(planned["warmup"])}},
                       "attempts": attempts})
-    return {"format": "perflab-verify-results", "version": 2, "host": "db1", "seconds": 1.5,
+    return {"format": "perflab-verify-results", "version": 3, "host": "db1", "seconds": 1.5,
             "own": dict(zip(KINDS, own)), "types": types}
 
 
@@ -739,7 +743,7 @@ BROKEN_PLANS = [
     (lambda p: p["types"][0]["expect"].update(status=2000),
      "VerifyPlan.types[0].expect: status: an expected status is an HTTP status code, not 2000"),
     (lambda p: p.pop("scenario_file"), "VerifyPlan: missing field scenario_file"),
-    (lambda p: p.update(version=1), "version is 1; this perflab reads 2"),
+    (lambda p: p.update(version=1), "version is 1; this perflab reads 3"),
     (lambda p: p.update(format="perflab-verify-results"),
      "VerifyPlan.format: expected 'perflab-verify-plan', found 'perflab-verify-results'"),
     (lambda p: p.update(schema_version=1), "VerifyPlan: unknown field(s) schema_version"),
@@ -769,7 +773,7 @@ def test_a_plan_with_a_wrong_field_is_refused_naming_it(tmp_path: Path, breakage
     ("breakage", "message"),
     [
         (lambda r: r.update(format="other"), "the results: not a perflab-verify-results document"),
-        (lambda r: r.update(version=1), "the results: version 1, this perflab reads 2"),
+        (lambda r: r.update(version=1), "the results: version 1, this perflab reads 3"),
         (lambda r: r["types"].pop(), "the results have no GET /zipcodes/{zip}, which the plan has"),
         (lambda r: r["types"][0].update(attempts=[]), "the results' POST /zipcodes: 0 bursts, the plan has 1 to 2"),
         (lambda r: r["types"][0]["attempts"][0].update(idle_s=0),
@@ -961,7 +965,7 @@ def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp
 
     refused = subprocess.run([sys.executable, str(DB_HOST_SCRIPT)], input="{}", capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
-    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 2 (perflab verify plan writes one)\n"
+    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 3 (perflab verify plan writes one)\n"
     no_client = subprocess.run([sys.executable, str(DB_HOST_SCRIPT), "--client", str(tmp_path / "no-client")],
                                input=json.dumps(plan), capture_output=True, text=True, timeout=60)
     assert no_client.returncode == 3 and no_client.stderr.startswith("verify_app: cannot read the server's counters with ")
@@ -973,3 +977,171 @@ def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp
     assert (refused.returncode, refused.stderr) == (2, "verify_app: the plan's type 'GET /greeting/{name}' has expected "
                                                        "statements per request that are neither null nor a number per "
                                                        "kind\n")
+
+
+# -- TechEmpower's database tests: the body's shape and a range of statements -----------------------
+
+TFB_TYPES = {
+    "db": ("GET /db", (1, 0, 0, 0), {}),
+    "queries": ("GET /queries", (20, 0, 0, 0), {}),
+    "updates": ("GET /updates", (20, 0, 1, 0), {"update": 20.0}),
+    "fortunes": ("GET /fortunes", (1, 0, 0, 0), {}),
+}
+
+
+def fortunes_page(rows: Sequence[Sequence[str]], escape: Callable[[str], str] = html.escape) -> str:
+    """A page as TechEmpower's fortunes test wants it: the table's rows, each cell escaped."""
+    head, *body = rows
+    cells = "".join(f"<th>{escape(cell)}</th>" for cell in head)
+    lines = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in body)
+    return (f"<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr>{cells}</tr>{lines}"
+            "</table></body></html>")
+
+
+FORTUNES = sc.load(verify.SCENARIOS_DIR / "fortunes.yml").requests[0].expect.html_table or ()
+
+
+def tfb_answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """What an app that passes TechEmpower's verify answers to each of their database tests."""
+    def worlds(n: int) -> list[dict[str, int]]:
+        return [{"id": 1 + (i * 37) % 10000, "randomNumber": 1 + (i * 7919) % 10000} for i in range(n)]
+
+    if name == "GET /db":
+        text, media = json.dumps(worlds(1)[0]), "application/json"
+    elif name in ("GET /queries", "GET /updates"):
+        text, media = json.dumps(worlds(20)), "application/json"
+    else:
+        text, media = fortunes_page(FORTUNES), "text/html; charset=utf-8"
+    return {"status": 200, "headers": {"content-type": media, "server": SERVER, "date": DATE},
+            "body": text, "body_bytes": len(text.encode()), "truncated": False, "seconds": 0.004}
+
+
+def tfb_changed(body: Callable[[str], str]) -> Callable[[str, Mapping[str, Any]], dict[str, Any]]:
+    """TechEmpower's correct answers, each body changed by `body`."""
+    def answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        found = tfb_answer(name, request)
+        found["body"] = body(found["body"])
+        return found
+    return answer
+
+
+@pytest.mark.parametrize("scenario", sorted(TFB_TYPES))
+def test_the_plan_of_techempowers_database_tests(scenario: str) -> None:
+    plan = plan_of(scenario)
+    name, statements, highest = TFB_TYPES[scenario]
+    (planned,) = plan["types"]
+    expect = planned["expect"]
+    assert (planned["name"], expect["contract"], expect["statements_by"]) == (name, name, "the scenario")
+    assert (tuple(expect["statements"][k] for k in KINDS), expect["statements_max"]) == (statements, highest)
+    assert_the_scenarios_own_requests(plan, verify.SCENARIOS_DIR / f"{scenario}.yml")
+    shapes = {k: expect[k] for k in ("json_object", "json_array") if expect[k] is not None}
+    assert shapes == {"db": {"json_object": {"fields": ["id", "randomNumber"]}},
+                      "queries": {"json_array": {"length": 20, "fields": ["id", "randomNumber"]}},
+                      "updates": {"json_array": {"length": 20, "fields": ["id", "randomNumber"]}},
+                      "fortunes": {}}[scenario]
+    assert (expect["html_table"] is not None) == (scenario == "fortunes")
+
+
+@pytest.mark.parametrize("scenario", sorted(TFB_TYPES))
+def test_an_app_that_passes_techempowers_verify_passes(scenario: str) -> None:
+    plan = plan_of(scenario)
+    lines = judged(plan, results_for(plan, answer=tfb_answer))
+    assert lines == [f"verify: {TFB_TYPES[scenario][0]} ok: 80 x 200 as the scenario and the contract say; statements "
+                     f"per request {', '.join(f'{n:.2f} {k}' for n, k in zip(TFB_TYPES[scenario][1], KINDS))}"]
+
+
+@pytest.mark.parametrize(("updates", "verdict"), [
+    (1, None),  # one bulk UPDATE of the 20 rows
+    (20, None),  # an UPDATE per row
+    (0, "verify: GET /updates issued 0.00 updates per request, the scenario says 1 to 20 (scenarios/updates.yml)"),
+    (21, "verify: GET /updates issued 21.00 updates per request, the scenario says 1 to 20 (scenarios/updates.yml)"),
+])
+def test_updates_may_be_written_by_one_statement_or_one_a_row(updates: int, verdict: str | None) -> None:
+    plan = plan_of("updates")
+    results = results_for(plan, answer=tfb_answer, per_request=lambda name: (20, 0, updates, 0))
+    assert first_failure(plan, results) == verdict
+    checked = verify.document(typed(plan), results, verify.check(typed(plan), results)).types[0]
+    assert (checked.expected_statements_per_request["update"], checked.expected_statements_max) == (1.0, {"update": 20.0})
+
+
+def test_a_query_more_or_fewer_fails_queries() -> None:
+    plan = plan_of("queries")
+    assert first_failure(plan, results_for(plan, answer=tfb_answer, per_request=lambda name: (19, 0, 0, 0))) == (
+        "verify: GET /queries issued 19.00 selects per request, the scenario says 20 (scenarios/queries.yml)")
+    # One statement for the 20 ids (WHERE id IN (...)) is what TechEmpower's rules forbid.
+    assert first_failure(plan, results_for(plan, answer=tfb_answer, per_request=lambda name: (1, 0, 0, 0))) == (
+        "verify: GET /queries issued 1.00 selects per request, the scenario says 20 (scenarios/queries.yml)")
+
+
+def test_field_names_are_compared_ignoring_case_as_techempowers_verify_does() -> None:
+    plan = plan_of("queries")
+    lower = tfb_changed(lambda body: body.replace("randomNumber", "randomnumber"))
+    # Their verify takes randomnumber; the lab's contract does not (its schema names randomNumber).
+    assert str(first_failure(plan, results_for(plan, answer=lower))).startswith(
+        "verify: GET /queries 200: body breaks openapi.yaml: ")
+    assert verify.scenario_problem("GET /queries", verify.expected_of(typed(plan).types[0]), 200,
+                                   {"content-type": "application/json"}, lower("GET /queries", {})["body"]) is None
+
+
+@pytest.mark.parametrize(("scenario", "body", "problem"), [
+    ("db", lambda body: f"[{body}]", "the body is a JSON list, the scenario expects an object"),
+    ("db", lambda body: body.replace('"randomNumber"', '"number"'),
+     "the JSON object has no randomNumber (names compared ignoring case)"),
+    ("queries", lambda body: json.dumps(json.loads(body)[:19]), "the JSON array has 19 items, the scenario expects 20"),
+    ("queries", lambda body: json.dumps(json.loads(body)[0]),
+     "the body is not a JSON array, the scenario expects one of 20 items"),
+    ("updates", lambda body: json.dumps([{"id": 1}] + json.loads(body)[1:]),
+     "item 0 of the JSON array is not an object with randomNumber (names compared ignoring case)"),
+    ("fortunes", lambda _: fortunes_page(FORTUNES, escape=lambda cell: cell),
+     "the HTML table's row 2 reads ['11', 'alert(\"This should not be displayed in a browser alert box.\");'], "
+     "the scenario expects ['11', '<script>alert(\"This should not be displayed in a browser alert box.\");</script>']"),
+    ("fortunes", lambda _: fortunes_page([FORTUNES[0], *sorted(FORTUNES[1:], key=lambda row: int(row[0]))]),
+     "the HTML table's row 2 reads ['0', 'Additional fortune added at request time.'], the scenario expects "
+     "['11', '<script>alert(\"This should not be displayed in a browser alert box.\");</script>']"),
+    ("fortunes", lambda _: fortunes_page(FORTUNES[:-1]), "the HTML table has 13 rows, the scenario expects 14"),
+    # UTF-8 read as Latin-1 (an app that sends another charset than it says): Knuth's dash first.
+    ("fortunes", lambda _: fortunes_page(FORTUNES).encode().decode("latin-1"),
+     "the HTML table's row 6 reads " + repr(["8", "A list is only as strong as its weakest link. \u00e2\x80\x94 Donald Knuth"])),
+])
+def test_a_body_of_another_shape_than_techempowers_fails_in_one_line(scenario: str, body: Callable[[str], str],
+                                                                       problem: str) -> None:
+    (planned,) = typed(plan_of(scenario)).types
+    expected = verify.expected_of(planned)
+    found = tfb_answer(planned.name, {})
+    wrong = body(found["body"])
+    line = verify.scenario_problem(planned.name, expected, 200, found["headers"], wrong)
+    assert line is not None and line.startswith(f"verify: {planned.name} 200: {problem}"), line
+    assert "\n" not in line
+
+
+def test_the_db_host_script_ends_a_type_whose_statements_are_a_range_on_a_clean_burst_within_it() -> None:
+    script = verify_app()
+    expect = {"statements": {"select": 20, "insert": 0, "update": 1, "delete": 0}, "statements_max": {"update": 20}}
+    own = dict.fromkeys(KINDS, 1)
+
+    def attempt(updates: int) -> dict[str, Any]:
+        return {"idle": own, "burst": {"select": 1 + 80, "insert": 1, "update": 1 + updates * 4, "delete": 1},
+                "responses": [{}] * 4}
+
+    assert [script.clean(attempt(n), own, expect) for n in (0, 1, 7, 20, 21)] == [False, True, True, True, False]
+    assert script.clean(attempt(1), own, {"statements": None}) is True
+
+
+def test_an_app_the_contract_does_not_bind_is_judged_by_the_scenario_alone(tmp_path: Path) -> None:
+    """TechEmpower's WebFlux names its field randomnumber: their verify takes it (names compared ignoring case), the
+    lab's contract does not. The bench plans with --no-contract for an app that is not one of the project's own."""
+    lower = tfb_changed(lambda body: body.replace("randomNumber", "randomnumber"))
+    for scenario in ("db", "queries", "updates"):
+        plan = written(verify.make_plan(verify.scenario_file(scenario), BASE_URL, contract=False))
+        (planned,) = plan["types"]
+        assert (planned["expect"]["contract"], planned["expect"]["content"], planned["expect"]["headers"]) == (None, {}, {})
+        assert planned["expect"]["statements_by"] == "the scenario"
+        lines = judged(plan, results_for(plan, answer=lower))
+        assert lines[0].startswith(f"verify: {planned['name']} ok: 80 x 200 as the scenario says; "), lines
+        # The scenario's own checks still hold: an array one short fails.
+        short = tfb_changed(lambda body: json.dumps(json.loads(body)[1:]) if body.startswith("[") else "[]")
+        assert first_failure(plan, results_for(plan, answer=short)) is not None
+    output = tmp_path / "plan.json"
+    done = perflab("verify", "plan", "db", "--base-url", BASE_URL, "--no-contract", "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(output.read_text())["types"][0]["expect"]["contract"] is None

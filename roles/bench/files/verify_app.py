@@ -9,7 +9,8 @@ read three times: before an idle interval as long as the previous burst, after i
 (one session of the client, each reading timed at its middle). The idle interval is the lab's
 own statements at rest (the exporter's scrapes, any keep-alive); perflab verify check takes it
 off. The bursts after the first are there to see past those: a burst with nothing at rest that
-counted exactly the plan's statements ends its type's bursts, and so does the first burst of a
+counted exactly the plan's statements (each kind the plan gives as a range, expect.statements up to
+expect.statements_max, anywhere in it) ends its type's bursts, and so does the first burst of a
 type whose statements the plan does not judge (its expect.statements is null: the scenario gives
 none). Before the first type it reads the counters three times back to back: the reader's own
 statements per reading. It prints one JSON document (perflab-verify-results): per type every
@@ -45,7 +46,7 @@ from urllib.parse import urlsplit
 PROG = "verify_app"
 RESULTS_FORMAT = "perflab-verify-results"
 PLAN_FORMAT = "perflab-verify-plan"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 KINDS = ("select", "insert", "update", "delete")
 # Per engine: the client's command line (--client and --client-arg replace the first word and add
 # options) and the statement printing one "kind<TAB>count" line per kind, in KINDS' order.
@@ -217,14 +218,18 @@ def statuses(answers: List[Dict[str, Any]]) -> Dict[str, int]:
     return counted
 
 
-def clean(attempt: Dict[str, Any], own: Dict[str, int], expected: Optional[Dict[str, Any]]) -> bool:
-    """Nothing at rest and exactly the plan's statements in the burst, or no statements to judge:
-    the further bursts, which are there to see past the lab's own statements, would add nothing
-    (judging is the controller's)."""
+def clean(attempt: Dict[str, Any], own: Dict[str, int], expect: Dict[str, Any]) -> bool:
+    """Nothing at rest and exactly the plan's statements in the burst (within the range of a kind given
+    as one), or no statements to judge: the further bursts, which are there to see past the lab's own
+    statements, would add nothing (judging is the controller's)."""
+    expected = expect["statements"]
     if expected is None:
         return True
+    highest = expect.get("statements_max") or {}
     requests = len(attempt["responses"])
-    return all(attempt["idle"][kind] == own[kind] and attempt["burst"][kind] - own[kind] == expected[kind] * requests
+    return all(attempt["idle"][kind] == own[kind]
+               and expected[kind] * requests <= attempt["burst"][kind] - own[kind]
+               <= highest.get(kind, expected[kind]) * requests
                for kind in KINDS)
 
 
@@ -245,7 +250,7 @@ def verify_type(planned: Dict[str, Any], sender: Sender, counters: Counters, own
             "responses": answers,
         })
         previous_s = at_2 - at_1
-        if clean(attempts[-1], own, planned["expect"]["statements"]):
+        if clean(attempts[-1], own, planned["expect"]):
             break
     return {
         "name": planned["name"],
@@ -290,6 +295,11 @@ def check_plan(plan: Any) -> Dict[str, Any]:
                 and all(isinstance(statements.get(kind), (int, float)) for kind in KINDS)):
             raise Refused("the plan's type %r has expected statements per request that are neither null nor a "
                           "number per kind" % planned["name"], 2)
+        highest = expect.get("statements_max", {}) if isinstance(expect, dict) else None
+        if not (isinstance(highest, dict) and all(kind in KINDS and isinstance(n, (int, float))
+                                                  for kind, n in highest.items())):
+            raise Refused("the plan's type %r has upper bounds of statements that are not a number per kind"
+                          % planned["name"], 2)
     return plan
 
 
