@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILTIN = ("quarkus", "spring-mvc", "spring-webflux")
 # TechEmpower's own implementations (apps/peers/), which serve plaintext-json only.
 FOREIGN = ("tfb-quarkus", "tfb-spring", "tfb-spring-webflux")
+# Their database variants, on TechEmpower's four database tests (apps/peers/*-postgresql.yml).
+FOREIGN_DB = ("tfb-quarkus-postgresql", "tfb-spring-postgresql", "tfb-spring-webflux-postgresql")
+KNOWN = ("petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-quarkus-postgresql, tfb-spring, "
+         "tfb-spring-postgresql, tfb-spring-webflux, tfb-spring-webflux-postgresql")
 # Spring PetClinic: a user's app, its own database and its own scenario file.
 USER_APPS = ("petclinic",)
 SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yml"))
@@ -121,10 +125,13 @@ def test_a_manifest_with_every_field_loads_into_the_model(tmp_path: Path) -> Non
 
 def test_the_builtin_apps_are_the_known_ones_and_load() -> None:
     # The project's own apps and the foreign ones of apps/peers/, by name.
-    assert list(manifest.known()) == sorted([*BUILTIN, *FOREIGN, *USER_APPS])
+    assert list(manifest.known()) == sorted([*BUILTIN, *FOREIGN, *FOREIGN_DB, *USER_APPS])
     for name in FOREIGN:
         loaded = manifest.resolve(name)
         assert loaded.name == name and not loaded.builtin and loaded.scenarios == ("plaintext-json",)
+    for name in FOREIGN_DB:
+        loaded = manifest.resolve(name)
+        assert loaded.name == name and not loaded.builtin and loaded.scenarios == ("db", "queries", "updates", "fortunes")
     for name in BUILTIN:
         loaded = manifest.resolve(name)
         assert loaded.name == name and loaded.builtin and loaded.scenarios == tuple(SCENARIOS)
@@ -261,9 +268,8 @@ def test_a_manifest_under_apps_is_named_after_its_place(tmp_path: Path, monkeypa
 def test_an_unknown_app_is_one_line_listing_the_known_ones() -> None:
     with pytest.raises(ManifestError) as refused:
         manifest.resolve("tomcat")
-    assert refused.value.problems == ("unknown app 'tomcat': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, "
-                                      "tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one of them or the path "
-                                      "of a manifest file)",)
+    assert refused.value.problems == (f"unknown app 'tomcat': the known apps are {KNOWN} (APP= takes one of them or the "
+                                      "path of a manifest file)",)
     with pytest.raises(ManifestError, match="^no app given: the known apps are petclinic, quarkus"):
         manifest.resolve("")
     with pytest.raises(ManifestError, match="^no manifest at apps/peers/nope.yml: APP= takes a manifest's name"):
@@ -506,10 +512,8 @@ def test_the_cli_lists_shows_and_refuses(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0 and shown["variants"] == {"threads": "virtual", "max_threads": "400", "observability": "on"}
     assert shown["env"] == {k: v for k, v in role_env_before_manifests(threads="virtual", max_threads="400").items()
                             if k != "PERFLAB_GREETING_DISPATCH"} | {"PERFLAB_DB_ENGINE": "mariadb", "PERFLAB_OBSERVABILITY": "on"}
-    assert run_cli(capsys, "show", "tomcat") == (2, "", "perflab app: unknown app 'tomcat': the known apps are petclinic, quarkus, "
-                                                        "spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
-                                                        "tfb-spring-webflux (APP= takes one of them or the path of a "
-                                                        "manifest file)\n")
+    assert run_cli(capsys, "show", "tomcat") == (2, "", f"perflab app: unknown app 'tomcat': the known apps are {KNOWN} (APP= "
+                                                        "takes one of them or the path of a manifest file)\n")
     code, _, err = run_cli(capsys, "show", "quarkus", "--variant", "threads=virtual")
     assert (code, err) == (2, "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker; "
                            "observability: on|off\n")
