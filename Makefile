@@ -143,6 +143,12 @@ bench-apps: $(VENV_STAMP) apps-prereqs apps $(VEGETA) ## Benchmark each of APPS 
 # The lab. INVENTORY selects it (default: the local containers); ANSIBLE_ARGS passes options
 # to ansible-playbook, e.g. ANSIBLE_ARGS=--check or ANSIBLE_ARGS="--tags common".
 ANSIBLE_ARGS ?=
+# DB_ENGINE=mariadb|mysql|postgresql on a lab command's line: the db hosts' lab_db_engine for that command
+# (`make lab-up DB_ENGINE=postgresql`, then `make bench|compare|reproduce ... DB_ENGINE=postgresql`); left
+# out, the inventory's. (`make test-apps DB_ENGINE=`: the contract suite's private server, below.)
+ifeq ($(origin DB_ENGINE),command line)
+override ANSIBLE_ARGS += -e lab_db_engine=$(DB_ENGINE)
+endif
 define require_inventory
 	@test -e "$(INVENTORY)" || { echo "perflab: inventory '$(INVENTORY)' does not exist: use INVENTORY=inventory/local (the default) or a copy of inventory/example" >&2; exit 2; }
 endef
