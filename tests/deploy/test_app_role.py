@@ -19,6 +19,9 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+# Every manifest make deploy knows (apps/*/perflab-app.yml, apps/peers/*.yml), as its messages list them.
+KNOWN = ("petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-quarkus-postgresql, tfb-spring, "
+         "tfb-spring-postgresql, tfb-spring-webflux, tfb-spring-webflux-postgresql")
 INVENTORY = """\
 all:
   children:
@@ -164,9 +167,8 @@ def test_a_foreign_app_gets_its_launch_its_variables_and_no_scrape(tmp_path: Pat
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    ({"app_name": "tomcat"}, "app: unknown app 'tomcat': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, "
-                             "tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one of them or the path of a "
-                             "manifest file)"),
+    ({"app_name": "tomcat"}, f"app: unknown app 'tomcat': the known apps are {KNOWN} (APP= takes one of them or the path "
+                             "of a manifest file)"),
     ({"app_name": "quarkus", "app_variants": "threads=virtual"},
      "app: quarkus has no variant 'threads': its variants are dispatch: io|worker; observability: on|off"),
     ({"app_name": "spring-mvc", "app_spring_mvc_threads": "virtual"},
@@ -189,8 +191,7 @@ def make_deploy(*variables: str) -> subprocess.CompletedProcess[str]:
 def test_deploy_refuses_an_unknown_app_before_doing_anything() -> None:
     proc = make_deploy("APP=tomcat")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == ("perflab app: unknown app 'tomcat': the known apps are petclinic, quarkus, spring-mvc, "
-                                           "spring-webflux, tfb-quarkus, tfb-spring, tfb-spring-webflux (APP= takes one "
+    assert proc.stderr.splitlines()[0] == (f"perflab app: unknown app 'tomcat': the known apps are {KNOWN} (APP= takes one "
                                            "of them or the path of a manifest file)"), proc.stderr
     assert "ansible-playbook" not in proc.stdout and "mvn" not in proc.stdout
 

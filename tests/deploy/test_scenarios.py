@@ -78,8 +78,9 @@ def test_a_warmup_override_keeps_the_scenarios_own_beside_it(tmp_path: Path) -> 
     assert (run["warmup_s"], run["scenario_warmup_s"]) == (10, 30)
 
 
-def test_the_five_workloads_exist() -> None:
-    assert SCENARIOS == ["books-orders", "greeting", "hello-latency", "plaintext-json", "zipcodes"]
+def test_the_workloads_exist() -> None:
+    assert SCENARIOS == ["books-orders", "db", "fortunes", "greeting", "hello-latency", "plaintext-json", "queries",
+                         "updates", "zipcodes"]
     for name in SCENARIOS:
         data = yaml.safe_load((REPO / "scenarios" / f"{name}.yml").read_text())
         assert data["name"] == name

@@ -174,6 +174,13 @@ def test_the_lab_scenarios_statements_are_the_contracts(path: Path) -> None:
     table = observe.statements_table(recorded.requests)
     for r in recorded.requests:
         served = {(r.method, r.route, r.status): 1.0}
+        if path.stem in ("queries", "updates"):
+            # Their count depends on ?queries=N: the contract's table has none for the route, the scenario's stands
+            # (updates' is a range, which a run's readers do not take: the route's statements are not judged).
+            assert observe.expected_statements(served)[0] is None
+            said = observe.expected_statements(served, table)[0]
+            assert (said and said.select) == (20 if path.stem == "queries" else None), r.name
+            continue
         assert observe.expected_statements(served, table) == observe.expected_statements(served), r.name
 
 
