@@ -28,6 +28,10 @@ resource AND a sign that the work waited for it:
   (a generator that cannot start requests because the answers are slow is a symptom of the tier
   behind it, not the limit; a few drops in a long run are noise);
 - network: a tier's interface near its link speed.
+The window is judged, not only its average (issue 24): a tier's CPU, and the db tier's disk and statement
+queue, over its threshold at every scrape of a stretch of a fifth of the window or more (utilization.json's
+series) count as saturated, named for that stretch with its start, length and figure; the audit's
+app_is_bottleneck judges the DB's stretches (db_stretches) with the same words.
 Co-location matters: on the local default the db, loadgen and monitoring containers share one
 core, so "the DB's CPUs were busy" may be anyone's doing; the sentence names how much the tier
 itself used and how busy its CPUs were with everything, and the DB is named only with the app's
@@ -36,12 +40,12 @@ pool waits (or the DB's own CPU/disk) as evidence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
-from perflab.audit import (DbStretch, Threshold, app_restart, cpu_split, db_outage, dropped_share, error_kinds, host_cpu,
-                           service_name, starved_by_others, stretch_words)
+from perflab.audit import (DbStretch, Threshold, app_restart, cpu_split, db_outage, disk_stretch_words, dropped_share,
+                           error_kinds, host_cpu, service_name, starved_by_others, statements_stretch_words, stretch_words)
 from perflab.observations import Observations, Saturation, TierCpu
 from perflab.observe import TierSeries, Utilization
 from perflab.model import SCHEMA_VERSION, RunResult, dumps, percentile_key
@@ -155,10 +159,11 @@ THRESHOLDS = AttributionThresholds(
         0.2,
         "Issue 24: four busy loops on the db host from 10 s into a 40 s window took its one core and moved the "
         "per-second p99 from 5-11 ms to 10-23 ms (spikes to 163 ms), yet the window's average read 88% busy and "
-        "'no tier was saturated'. A tier's CPU over its threshold (cpu_saturated, or the generator's) at every "
-        "scrape of a stretch of a fifth of the window or more (utilization.json's series) limited that stretch: "
-        "long enough to move the window's percentiles, and at the lab's 5 s scrape two scrapes or more of a 40 s "
-        "window, never one sample's noise.",
+        "'no tier was saturated'. A tier's CPU over its threshold (cpu_saturated, or the generator's or the DB's), "
+        "or the DB's disk or statement queue over theirs (disk_busy, db_threads_running), at every scrape of a "
+        "stretch of a fifth of the window or more (utilization.json's series) limited that stretch: long enough to "
+        "move the window's percentiles, and at the lab's 5 s scrape two scrapes or more of a 40 s window, never one "
+        "sample's noise.",
     ),
 )
 
@@ -203,6 +208,15 @@ class TierFigures:
     stretch_s: float | None = None
     stretch_busy_fraction: float | None = None
     stretch_service_cores: float | None = None
+    # The db tier's alone, found as its CPU's: the longest stretch with its busiest disk busy disk_busy of the
+    # time or more (how busy on average over it), and with db_threads_running statements or more in progress
+    # (how many on average over it).
+    disk_stretch_from_s: float | None = None
+    disk_stretch_s: float | None = None
+    disk_stretch_busy_fraction: float | None = None
+    statements_stretch_from_s: float | None = None
+    statements_stretch_s: float | None = None
+    statements_stretch_running_avg: float | None = None
     saturated: tuple[str, ...] = ()  # the figures over their threshold, as text
 
 
@@ -256,25 +270,30 @@ def _over(value: float | None, threshold: Threshold, strictly: bool = False) -> 
 
 @dataclass(frozen=True)
 class Stretch:
-    """A stretch of the window in which a tier's CPU was over its threshold at every scrape."""
+    """A stretch of the window in which one of a tier's figures was over its threshold at every scrape."""
 
     from_s: float  # after the window's start
     seconds: float
-    busy_fraction: float  # the tier's busy cores over its allotted ones, on average over the stretch
-    service_cores: float | None  # its own service's cores over it; None: not observed
+    # On average over the stretch: the tier's busy cores over its allotted ones (CPU), the share of the time the
+    # DB's busiest disk was busy (disk), the statements in progress in the DB (statement queue).
+    level: float
+    service_cores: float | None = None  # CPU: its own service's cores over it; None: not observed
     scrapes: tuple[float, float] = (0.0, 0.0)  # its first and last scrape's times (unix seconds)
 
 
-def saturated_stretch(series: TierSeries, start: float, end: float, step_s: float, threshold: float,
-                      strictly: bool = False) -> Stretch | None:
-    """The longest run of consecutive scrapes in which SERIES' busy cores were over THRESHOLD of its
-    allotted cores, each scrape standing for the STEP_S before it; None when none was."""
+# What a stretch is found in (DbStretch.figure's names): a tier's CPU; the db tier's disk and statement queue.
+CPU, DISK, STATEMENTS = "CPU", "disk", "statement queue"
+
+
+def longest_stretch(points: Sequence[tuple[float, float]], start: float, end: float, step_s: float,
+                    over: Callable[[float], bool]) -> Stretch | None:
+    """The longest run of consecutive scrapes of POINTS ([unix s, value]) inside the window whose value is
+    OVER its threshold, each scrape standing for the STEP_S before it; None when none was."""
     best: list[tuple[float, float]] = []
     current: list[tuple[float, float]] = []
-    for at, cores in series.busy_cores:
-        fraction = cores / series.allotted_cores
-        if start <= at <= end and (fraction > threshold if strictly else fraction >= threshold):
-            current.append((at, cores))
+    for at, value in points:
+        if start <= at <= end and over(value):
+            current.append((at, value))
             if len(current) > len(best):
                 best = list(current)
         else:
@@ -282,46 +301,71 @@ def saturated_stretch(series: TierSeries, start: float, end: float, step_s: floa
     if not best:
         return None
     first, last = best[0][0], best[-1][0]
-    service = [cores for at, cores in series.service_cores if first <= at <= last]
     return Stretch(from_s=max(0.0, first - step_s - start), seconds=min(len(best) * step_s, end - start),
-                   busy_fraction=sum(c for _, c in best) / len(best) / series.allotted_cores,
-                   service_cores=sum(service) / len(service) if service else None, scrapes=(first, last))
+                   level=sum(value for _, value in best) / len(best), scrapes=(first, last))
 
 
-def stretches(utilization: Utilization | None, t: AttributionThresholds = THRESHOLDS) -> dict[str, Stretch]:
-    """Each tier's longest saturated stretch that lasted a fifth of the window or more (stretch_share)."""
+def saturated_stretch(series: TierSeries, start: float, end: float, step_s: float, threshold: float,
+                      strictly: bool = False) -> Stretch | None:
+    """The longest run of consecutive scrapes in which SERIES' busy cores were over THRESHOLD of its
+    allotted cores, each scrape standing for the STEP_S before it; None when none was."""
+    fractions = [(at, cores / series.allotted_cores) for at, cores in series.busy_cores]
+    stretch = longest_stretch(fractions, start, end, step_s,
+                              lambda fraction: fraction > threshold if strictly else fraction >= threshold)
+    if stretch is None:
+        return None
+    first, last = stretch.scrapes
+    service = [cores for at, cores in series.service_cores if first <= at <= last]
+    return replace(stretch, service_cores=sum(service) / len(service) if service else None)
+
+
+def stretches(utilization: Utilization | None, t: AttributionThresholds = THRESHOLDS) -> dict[str, dict[str, Stretch]]:
+    """Each tier's longest saturated stretch of each figure (its CPU; the db tier's disk and statement queue)
+    that lasted a fifth of the window or more (stretch_share), by tier and figure."""
     if utilization is None:
         return {}
-    window_s = utilization.end - utilization.start
-    found = {}
+    start, end, step_s = utilization.start, utilization.end, utilization.step_s
+    window_s = end - start
+    found: dict[str, dict[str, Stretch]] = {}
     for tier, series in utilization.tiers.items():
         if tier not in CPU_TIERS:
             continue
         limit = cpu_limit(tier, t)
-        stretch = saturated_stretch(series, utilization.start, utilization.end, utilization.step_s, limit.value,
-                                    strictly=tier != "app")
-        if stretch is not None and stretch.seconds >= t.stretch_share.value * window_s:
-            found[tier] = stretch
+        candidates = {CPU: saturated_stretch(series, start, end, step_s, limit.value, strictly=tier != "app")}
+        if tier == "db":
+            candidates[DISK] = longest_stretch(series.disk_busy, start, end, step_s,
+                                               lambda busy: _over(busy, t.disk_busy))
+            candidates[STATEMENTS] = longest_stretch(series.statements_running, start, end, step_s,
+                                                     lambda running: _over(running, t.db_threads_running))
+        long_enough = {figure: stretch for figure, stretch in candidates.items()
+                       if stretch is not None and stretch.seconds >= t.stretch_share.value * window_s}
+        if long_enough:
+            found[tier] = long_enough
     return found
 
 
-def db_stretch(utilization: Utilization | None, t: AttributionThresholds = THRESHOLDS) -> DbStretch | None:
-    """The DB host's saturated stretch (stretches) with the app's CPU over the same scrapes, for the audit's
-    app_is_bottleneck; None where the DB host had none or the series are missing."""
-    stretch = stretches(utilization, t).get("db")
-    if utilization is None or stretch is None:
-        return None
-    first, last = stretch.scrapes
+def db_stretches(utilization: Utilization | None, t: AttributionThresholds = THRESHOLDS) -> tuple[DbStretch, ...]:
+    """The DB host's saturated stretches (stretches: its CPU, disk, statement queue), each with the app's CPU
+    over the same scrapes, for the audit's app_is_bottleneck; none where the DB host had none or the series
+    are missing."""
+    if utilization is None:
+        return ()
     app = utilization.tiers.get("app")
-    app_cores = [cores for at, cores in app.busy_cores if first <= at <= last] if app is not None else []
-    return DbStretch(from_s=stretch.from_s, seconds=stretch.seconds, busy_fraction=stretch.busy_fraction,
-                     allotted_cores=utilization.tiers["db"].allotted_cores, service_cores=stretch.service_cores,
-                     app_busy_fraction=(sum(app_cores) / len(app_cores) / app.allotted_cores
-                                        if app is not None and app_cores else None))
+    found = []
+    for figure, stretch in stretches(utilization, t).get("db", {}).items():
+        first, last = stretch.scrapes
+        app_cores = [cores for at, cores in app.busy_cores if first <= at <= last] if app is not None else []
+        found.append(DbStretch(
+            figure=figure, from_s=stretch.from_s, seconds=stretch.seconds, level=stretch.level,
+            app_busy_fraction=(sum(app_cores) / len(app_cores) / app.allotted_cores
+                               if app is not None and app_cores else None),
+            allotted_cores=utilization.tiers["db"].allotted_cores if figure == CPU else None,
+            service_cores=stretch.service_cores))
+    return tuple(found)
 
 
 def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = THRESHOLDS,
-                 stretched: dict[str, Stretch] | None = None) -> tuple[TierFigures, ...]:
+                 stretched: dict[str, dict[str, Stretch]] | None = None) -> tuple[TierFigures, ...]:
     sat = obs.saturation or Saturation()
     cpus_busy = obs.cpus_busy or {}
     link = sat.network_link_fraction or {}
@@ -334,7 +378,8 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
     for tier, cpu in (("loadgen", obs.loadgen_cpu), ("app", obs.app_cpu), ("db", obs.db_cpu)):
         busy, allotted, fraction = _cpu(cpu)
         split = cpu_split(tier, cpu, obs)
-        stretch = (stretched or {}).get(tier)
+        found = (stretched or {}).get(tier, {})
+        stretch, disk, statements = found.get(CPU), found.get(DISK), found.get(STATEMENTS)
         figures = TierFigures(
             tier=tier, busy_cores=busy, allotted_cores=allotted, cpu_busy_fraction=fraction,
             cpus_busy_fraction=cpus_busy.get(tier), network_link_fraction=link.get(tier),
@@ -359,8 +404,13 @@ def tier_figures(run: RunResult, obs: Observations, t: AttributionThresholds = T
             dropped_share=share if tier == "loadgen" else None,
             service_cores=split[0] if split else None, other_cores=split[1] if split else None,
             stretch_from_s=stretch.from_s if stretch else None, stretch_s=stretch.seconds if stretch else None,
-            stretch_busy_fraction=stretch.busy_fraction if stretch else None,
+            stretch_busy_fraction=stretch.level if stretch else None,
             stretch_service_cores=stretch.service_cores if stretch else None,
+            disk_stretch_from_s=disk.from_s if disk else None, disk_stretch_s=disk.seconds if disk else None,
+            disk_stretch_busy_fraction=disk.level if disk else None,
+            statements_stretch_from_s=statements.from_s if statements else None,
+            statements_stretch_s=statements.seconds if statements else None,
+            statements_stretch_running_avg=statements.level if statements else None,
         )
         rows.append(_with_saturated(figures, t, obs, cpu))
     return tuple(rows)
@@ -379,10 +429,17 @@ def _with_saturated(f: TierFigures, t: AttributionThresholds, obs: Observations,
     if _over(f.disk_busy_fraction, t.disk_busy):
         wait = f", await {f.disk_await_ms:.1f} ms" if f.disk_await_ms is not None else ""
         found.append(f"disk busy {f.disk_busy_fraction:.0%} of the window{wait}")
+    elif f.disk_stretch_s is not None:
+        found.append(disk_stretch_words(t.disk_busy.value, f.disk_stretch_from_s or 0, f.disk_stretch_s,
+                                        f.disk_stretch_busy_fraction or 0, f.disk_busy_fraction))
     if _over(f.network_link_fraction, t.network_link):
         found.append(f"network at {f.network_link_fraction:.0%} of its link speed")
     if _over(f.threads_running_avg, t.db_threads_running):
         found.append(f"{f.threads_running_avg:.1f} statements in progress in the DB on average")
+    elif f.statements_stretch_s is not None:
+        found.append(statements_stretch_words(t.db_threads_running.value, f.statements_stretch_from_s or 0,
+                                              f.statements_stretch_s, f.statements_stretch_running_avg or 0,
+                                              f.threads_running_avg))
     if _over(f.pool_waiting_avg, t.pool_waiting):
         found.append(f"{f.pool_waiting_avg:.1f} requests waiting for a DB connection on average "
                      f"(at most {f.pool_waiting_max or 0:g})")
@@ -417,6 +474,18 @@ def stretch_text(f: TierFigures, name: str, limit: Threshold) -> str:
     return stretch_words(name, limit.value, f.stretch_from_s or 0, f.stretch_s or 0, f.stretch_busy_fraction or 0,
                          f.allotted_cores or 1, f.stretch_service_cores if f.allotted_cores is not None else None,
                          f.cpu_busy_fraction)[0]
+
+
+# How the sentences open each figure's stretch (audit.stretch_words, disk_stretch_words, statements_stretch_words).
+STRETCH_OPENINGS = {CPU: "its CPU over ", DISK: "its disk busy ", STATEMENTS: "its statement queue at "}
+
+
+def stretches_said(f: TierFigures) -> list[tuple[str, float, str]]:
+    """The stretches the tier's saturated figures name (each where the window's average of its figure stayed
+    under the threshold), as (figure, its seconds, its text)."""
+    seconds = {CPU: f.stretch_s, DISK: f.disk_stretch_s, STATEMENTS: f.statements_stretch_s}
+    return [(figure, seconds[figure] or 0.0, said) for said in f.saturated
+            for figure, opening in STRETCH_OPENINGS.items() if said.startswith(opening)]
 
 
 def threads_exhausted(f: TierFigures, t: AttributionThresholds = THRESHOLDS) -> bool:
@@ -594,12 +663,15 @@ def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, 
     # wait on the app: a client short of CPU reads its answers and ends its transactions late (a CI
     # run of the app driven past a quarter core: 104% of it, 10.7 requests waiting for a connection,
     # 2.3 statements in progress with the DB's CPU at 0.04 cores). They name the DB only otherwise.
-    db_queue = _over(db.threads_running_avg, t.db_threads_running)
-    db_own = _over(db.cpu_busy_fraction, t.db_cpu_busy, strictly=True) or _over(db.disk_busy_fraction, t.disk_busy)
-    # Its CPU saturated for a stretch its average hides (a hog from a third of the window) is the DB host busy
-    # too: never "not saturated" beside the app's waits for a connection (issue 24; a lab run read so).
-    db_stretch = any(s.startswith("its CPU over ") for s in db.saturated)
-    db_busy = db_own or db_stretch or (db_queue and not app_cpu_saturated)
+    # Its CPU, disk or statement queue saturated for a stretch its average hides (a hog from a third of the window)
+    # is the DB host busy too: never "not saturated" beside the app's waits for a connection (issue 24; a lab run
+    # read so). A stretch of the queue is a queue, read as the window's is.
+    db_stretched = {figure: said for figure, _, said in stretches_said(db)}
+    queue_on_average = _over(db.threads_running_avg, t.db_threads_running)
+    db_queue = queue_on_average or STATEMENTS in db_stretched
+    db_own = (_over(db.cpu_busy_fraction, t.db_cpu_busy, strictly=True) or _over(db.disk_busy_fraction, t.disk_busy)
+              or DISK in db_stretched)
+    db_busy = db_own or CPU in db_stretched or (db_queue and not app_cpu_saturated)
     app_starved = _over(app.cpus_busy_fraction, t.cpus_contended) and not app_cpu_saturated
     app_cpu = [s for s in app.saturated if "DB connection" not in s]
     db_contended = _over(db.cpus_busy_fraction, t.cpus_contended)
@@ -611,8 +683,10 @@ def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, 
                                  f"{' and '.join(db.saturated)}{spare}")
         if app_cpu_saturated or (app_starved and not db_contended):
             own = f"itself using {app.busy_cores:.2f} of {app.allotted_cores:g} cores" if app.busy_cores is not None else ""
-            queue = (f"and the DB's own CPU and disk were idle ({db.threads_running_avg:.1f} statements in "
-                     "progress on average, waiting on the app)" if db_queue else "and the DB had no statement queue")
+            in_progress = (f"{db.threads_running_avg:.1f} statements in progress on average" if queue_on_average
+                           else db_stretched.get(STATEMENTS, ""))
+            queue = (f"and the DB's own CPU and disk were idle ({in_progress}, waiting on the app)" if db_queue
+                     else "and the DB had no statement queue")
             return verdict("app", f"app's CPU: {' and '.join(app_cpu)}{', ' + own if app_starved and own else ''}; "
                                   f"it held its DB connections while waiting for a core ({waits}), {queue}")
         if app_starved:
@@ -664,13 +738,19 @@ def _by_the_figures(run: RunResult, obs: Observations, rows: tuple[TierFigures, 
         missed = f"p99 {p99:g} ms over the SLO of {slo:g} ms" if over_slo else "the rate fell short"
         return verdict("db", f"DB host's CPU: its own processes used {own.removeprefix('its CPU ')}, with {missed}{spare}")
     # A tier saturated for a stretch of the window its averages hide (issue 24: a hog from 10 s into a 40 s
-    # window, the DB host's CPU 88% busy on average): named for that stretch, its service's share with it.
-    # (A tier over its threshold on the window's average too is judged by that average, above and below.)
-    stretched = [(f, said) for f in rows for said in f.saturated if said.startswith("its CPU over ")]
+    # window, the DB host's CPU 88% busy on average; the DB's disk or statement queue likewise): named for
+    # that stretch, the figure that crossed its threshold and its service's share with it; the tier of the
+    # longest stretch, with each of its stretches. (A tier over its threshold on the window's average too is
+    # judged by that average, above and below.)
+    stretched = [(f, figure, seconds, said) for f in rows for figure, seconds, said in stretches_said(f)]
     if stretched:
-        f, said = max(stretched, key=lambda found: found[0].stretch_s or 0.0)
-        host = {"db": "DB host", "app": "app host", "loadgen": "load generator's host"}[f.tier]
-        return verdict(f.tier, f"{host}'s CPU for a stretch of the window: {said}{spare if f.tier != 'app' else ''}")
+        f = max(stretched, key=lambda found: found[2])[0]
+        said = [(figure, text) for row, figure, _, text in stretched if row is f]
+        figures = [figure for figure, _ in said]
+        host = {"db": "DB host" if CPU in figures or DISK in figures else "DB", "app": "app host",
+                "loadgen": "load generator's host"}[f.tier]
+        return verdict(f.tier, f"{host}'s {' and '.join(figures)} for a stretch of the window: "
+                               f"{'; '.join(text for _, text in said)}{spare if f.tier != 'app' else ''}")
     missing = not_observed(obs)
     unseen = f"; not observed: {missing}" if missing else ""
     if achieved >= t.kept_up.value and not dropped:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 import enum
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 from perflab.model import RunResult, percentile_key
@@ -486,16 +486,21 @@ def loadgen_cpu(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
 
 @dataclass(frozen=True)
 class DbStretch:
-    """The DB host's longest stretch of the window over its CPU threshold, a fifth of the window or more
-    (attribution.db_stretch, from utilization.json's series), and the app's CPU over the same scrapes: what
-    app_is_bottleneck judges where the window's averages hide it (issue 24)."""
+    """The DB host's longest stretch of the window over one of its thresholds, a fifth of the window or more
+    (attribution.db_stretches, from utilization.json's series), and the app's CPU over the same scrapes: what
+    app_is_bottleneck judges where the window's averages hide it (issue 24). FIGURE is what crossed its
+    threshold at every scrape of it: "CPU" (db_cpu_busy), "disk" (db_disk_busy) or "statement queue"
+    (db_threads_running)."""
 
+    figure: str
     from_s: float  # after the window's start
     seconds: float
-    busy_fraction: float  # the DB host's busy cores over its allotted ones, on average over the stretch
-    allotted_cores: float
-    service_cores: float | None  # the DB's own service's cores over it; None: not observed
+    # On average over the stretch: the host's busy cores over its allotted ones (CPU), the share of the time its
+    # busiest disk was busy (disk), the statements in progress in the DB (statement queue).
+    level: float
     app_busy_fraction: float | None  # the app's busy cores over its allotted ones over it; None: not observed
+    allotted_cores: float | None = None  # CPU: the DB host's
+    service_cores: float | None = None  # CPU: the DB's own service's cores over it; None: not observed
 
 
 def starved_by_others(service_cores: float, busy_cores: float, allotted_cores: float, threshold: float) -> bool:
@@ -504,13 +509,16 @@ def starved_by_others(service_cores: float, busy_cores: float, allotted_cores: f
     return service_cores / allotted_cores <= threshold and (busy_cores - service_cores) / allotted_cores >= 1 - threshold
 
 
+def _stretch_where(what: str, from_s: float, seconds: float, there: str, whole: str | None) -> str:
+    return f"{what} from {from_s:.0f} s for {seconds:.0f} s of the window ({there}{f'; {whole}' if whole else ''})"
+
+
 def stretch_words(name: str, threshold: float, from_s: float, seconds: float, busy_fraction: float,
                   allotted_cores: float, service_cores: float | None, average: float | None = None) -> tuple[str, bool]:
     """A tier's stretch of the window over its CPU THRESHOLD as the audit and the attribution both say it
     (NAME its service), and whether its service filled it (False: starved by other processes)."""
-    whole = f"; {average:.0%} over the whole window" if average is not None else ""
-    where = (f"its CPU over {threshold:.0%} from {from_s:.0f} s for {seconds:.0f} s of the window ({busy_fraction:.0%} "
-             f"busy there{whole})")
+    where = _stretch_where(f"its CPU over {threshold:.0%}", from_s, seconds, f"{busy_fraction:.0%} busy there",
+                           f"{average:.0%} over the whole window" if average is not None else None)
     if service_cores is None:
         return f"{where}, by every process of the host ({name}'s own share not observed)", True
     busy = busy_fraction * allotted_cores
@@ -520,34 +528,75 @@ def stretch_words(name: str, threshold: float, from_s: float, seconds: float, bu
     return f"{where}, {name} itself {service_cores:.2f} of {allotted_cores:g} cores", True
 
 
-def _db_stretch_judged(name: str, app_evidence: str, stretch: DbStretch, obs: Observations,
+def disk_stretch_words(threshold: float, from_s: float, seconds: float, busy_fraction: float,
+                       average: float | None = None) -> str:
+    """The DB host's stretch of the window with its busiest disk busy THRESHOLD of the time or more, as the
+    audit and the attribution both say it (AVERAGE: over the whole window)."""
+    return _stretch_where(f"its disk busy {threshold:.0%} of the time or more", from_s, seconds,
+                          f"{busy_fraction:.0%} busy there",
+                          f"{average:.0%} over the whole window" if average is not None else None)
+
+
+def statements_stretch_words(threshold: float, from_s: float, seconds: float, running: float,
+                             average: float | None = None) -> str:
+    """The DB's stretch of the window with THRESHOLD statements or more in progress, as the audit and the
+    attribution both say it (AVERAGE: over the whole window)."""
+    return _stretch_where(f"its statement queue at {threshold:g} or more statements in progress", from_s, seconds,
+                          f"{running:.1f} on average there",
+                          f"{average:.1f} over the whole window" if average is not None else None)
+
+
+def _db_stretch_said(stretch: DbStretch, obs: Observations, t: Thresholds) -> tuple[str, bool]:
+    """A DB stretch as the sentences say it, and whether the DB's own service filled it (False: its host
+    starved by other processes; a disk or a statement queue is the DB's own)."""
+    if stretch.figure == "CPU":
+        return stretch_words(service_name("db", obs), t.db_cpu_busy.value, stretch.from_s, stretch.seconds,
+                             stretch.level, stretch.allotted_cores or 1, stretch.service_cores,
+                             obs.db_cpu.busy_fraction if obs.db_cpu is not None else None)
+    if stretch.figure == "disk":
+        return disk_stretch_words(t.db_disk_busy.value, stretch.from_s, stretch.seconds, stretch.level,
+                                  obs.db_disk_busy), True
+    running = (obs.saturation or Saturation()).db_threads_running_avg
+    return statements_stretch_words(t.db_threads_running.value, stretch.from_s, stretch.seconds, stretch.level,
+                                    running), True
+
+
+def _db_stretch_judged(name: str, app_evidence: str, stretches: Sequence[DbStretch], obs: Observations,
                        t: Thresholds) -> RuleResult:
-    """app_is_bottleneck where the window's averages passed it but the DB host was over its CPU threshold for
-    a stretch of the window: INVALID where the app was well below its cores over that stretch (the DB, or
-    whatever starved its host, limited that part of the run), else VALID saying the stretch. A lab run: 16
-    busy loops on the db host from a third of the window read "was not saturated" on the window's average
-    while the attribution named the db host for its stretch."""
+    """app_is_bottleneck where the window's averages passed it but the DB host was over its CPU, disk or
+    statement-queue threshold for a stretch of the window: INVALID where the app was well below its cores over
+    such a stretch (the DB, or whatever starved its host, limited that part of the run), else VALID saying the
+    stretches. A lab run: 16 busy loops on the db host from a third of the window read "was not saturated" on
+    the window's average while the attribution named the db host for its stretch."""
     db = obs.db_name or "the database"
-    text, own = stretch_words(service_name("db", obs), t.db_cpu_busy.value, stretch.from_s, stretch.seconds,
-                              stretch.busy_fraction, stretch.allotted_cores, stretch.service_cores,
-                              obs.db_cpu.busy_fraction if obs.db_cpu is not None else None)
-    if stretch.app_busy_fraction is None:
-        return _result(name, Status.NOT_EVALUATED,
-                       f"not evaluated: {db} had {text}, and the app's CPU over that stretch was not observed")
-    app_text = f"the app used {stretch.app_busy_fraction:.0%} of its cores over it"
-    if stretch.app_busy_fraction < t.app_cpu_well_below.value:
-        limited = f"{db} was the bottleneck there" if own else f"other processes of its host starved {service_name('db', obs)} there"
-        return _result(name, Status.INVALID,
-                       f"not comparable for a stretch of the window: {db} had {text}; {app_text}, well below, while "
-                       f"{limited}")
-    return _result(name, Status.VALID, f"{app_evidence}; {db} had {text}, and {app_text}, not well below them")
+    limited: list[str] = []
+    unseen: list[str] = []
+    fine: list[str] = []
+    for stretch in stretches:
+        text, own = _db_stretch_said(stretch, obs, t)
+        if stretch.app_busy_fraction is None:
+            unseen.append(text)
+            continue
+        app_text = f"the app used {stretch.app_busy_fraction:.0%} of its cores over it"
+        if stretch.app_busy_fraction < t.app_cpu_well_below.value:
+            by = f"{db} was the bottleneck there" if own else f"other processes of its host starved {service_name('db', obs)} there"
+            limited.append(f"{db} had {text}; {app_text}, well below, while {by}")
+        else:
+            fine.append(f"{text}, and {app_text}, not well below them")
+    if limited:
+        return _result(name, Status.INVALID, f"not comparable for a stretch of the window: {'; '.join(limited)}")
+    if unseen:
+        return _result(name, Status.NOT_EVALUATED, f"not evaluated: {db} had {'; '.join(unseen)}, and the app's CPU "
+                                                   f"over {'that stretch' if len(unseen) == 1 else 'those stretches'} "
+                                                   "was not observed")
+    return _result(name, Status.VALID, f"{app_evidence}; {db} had {'; '.join(fine)}")
 
 
-def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds, stretch: DbStretch | None = None) -> RuleResult:
+def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds, stretches: Sequence[DbStretch] = ()) -> RuleResult:
     """App CPU well below its cores while the DB's CPU or disk is busy: INVALID for comparison. An app
     well below its cores beside a DB whose CPU or disk was not seen is NOT_EVALUATED: a DB not seen
-    busy is not a DB seen idle. STRETCH (the DB host's saturated stretch, where the window's series were
-    kept) is judged where the averages say the DB was not busy."""
+    busy is not a DB seen idle. STRETCHES (the DB host's saturated stretches of its CPU, disk and statement
+    queue, where the window's series were kept) are judged where the averages say the DB was not busy."""
     name = "app_is_bottleneck"
     if obs.app_cpu is None or (obs.db_cpu is None and obs.db_disk_busy is None):
         return _result(name, Status.NOT_EVALUATED, f"{NO_PROMETHEUS} for the app's and the DB's CPU and disk")
@@ -602,8 +651,8 @@ def app_is_bottleneck(run: RunResult, obs: Observations, t: Thresholds, stretch:
         return _result(name, Status.NOT_EVALUATED,
                        f"not evaluated: {app_evidence}, well below its cores, and whether {db} limited it cannot be "
                        f"told: not observed: {'; '.join(unseen)}")
-    if stretch is not None and not (busy or starved):
-        return _db_stretch_judged(name, app_evidence, stretch, obs, t)
+    if stretches and not (busy or starved):
+        return _db_stretch_judged(name, app_evidence, stretches, obs, t)
     db_state = f"busy: {', '.join(busy + starved)}" if busy or starved else "was not saturated"
     if not (busy or starved) and unseen:
         db_state = f"not observed: {'; '.join(unseen)}; the app was not well below its cores"
@@ -880,11 +929,11 @@ class Verdict:
 
 
 def audit(run: RunResult, observations: Observations | None = None, thresholds: Thresholds = THRESHOLDS,
-          db_stretch: DbStretch | None = None) -> Verdict:
-    """The run's verdict from its result and observations; DB_STRETCH (attribution.db_stretch, where
-    utilization.json has the series) lets app_is_bottleneck judge a stretch the window's averages hide."""
+          db_stretches: Sequence[DbStretch] = ()) -> Verdict:
+    """The run's verdict from its result and observations; DB_STRETCHES (attribution.db_stretches, where
+    utilization.json has the series) let app_is_bottleneck judge the stretches the window's averages hide."""
     obs = observations if observations is not None else Observations()
-    results = tuple(app_is_bottleneck(run, obs, thresholds, db_stretch) if rule is app_is_bottleneck
+    results = tuple(app_is_bottleneck(run, obs, thresholds, db_stretches) if rule is app_is_bottleneck
                     else rule(run, obs, thresholds) for rule in RULES)
     evaluated = [r.status for r in results if r.status is not Status.NOT_EVALUATED]
     status = max(evaluated, key=_SEVERITY.__getitem__, default=Status.VALID)

@@ -607,7 +607,7 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
     observations = with_warmup_end(observations, run_dir)
     rundir.write_observations(run_dir, observations)
     utilization = utilization_of(run_dir)
-    verdict = audit.audit(result, observations, db_stretch=attribution.db_stretch(utilization))
+    verdict = audit.audit(result, observations, db_stretches=attribution.db_stretches(utilization))
     rundir.write_audit(run_dir, verdict)
     app_profile, profile_note = profile_of(run_dir)
     found = attribution.attribute(result, observations, utilization=utilization)

@@ -833,12 +833,18 @@ class TierSeries:
     memory_bytes: tuple[tuple[float, float], ...] = ()
     # Of busy_cores, its own service's (tiers.SERVICE_GROUPS); empty in files written before it was kept.
     service_cores: tuple[tuple[float, float], ...] = ()
+    # The db tier's alone (empty for the others, and in files written before they were kept), each sample over the
+    # same scrapes as busy_cores' rate: the share of the time its busiest disk was busy (tiers.db_disk_busy), and the
+    # statements in progress in the DB on average (tiers.db_sessions_running_avg: either engine's exporter).
+    disk_busy: tuple[tuple[float, float], ...] = ()
+    statements_running: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
 class Utilization:
     """utilization.json: each tier's busy cores and resident memory over the measured phase, for
-    the report (absent when Prometheus had no data)."""
+    the report, and the db tier's disk and statement queue, for the attribution's stretches (absent when
+    Prometheus had no data)."""
 
     schema_version: int = 1
     source: str  # the Prometheus that answered
@@ -849,23 +855,33 @@ class Utilization:
 
 
 def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mapping[str, float]) -> Utilization | None:
-    """Per tier, busy cores and resident memory every scrape interval over the window (utilization.json);
-    allotted cores from perflab_host_cpus, else from allotted_fallback (the affinity the bench
-    sampled); tiers without data are left out, and None when none has any; PrometheusError when it
-    cannot answer."""
+    """Per tier, busy cores and resident memory every scrape interval over the window (utilization.json), and
+    the db tier's disk busy and statements in progress; allotted cores from perflab_host_cpus, else from
+    allotted_fallback (the affinity the bench sampled); tiers without data are left out, and None when none
+    has any; PrometheusError when it cannot answer."""
     step_s = window.scrape_interval_s
     rate_window = f"{max(15, round(3 * step_s))}s"  # three scrapes: a rate never falls between two
-    busy = {s.labels.get("tier", ""): s.points
-            for s in prometheus.query_range(tiers.cpu_busy_cores(rate_window), window.start, window.end, step_s)}
-    memory = {s.labels.get("tier", ""): s.points
-              for s in prometheus.query_range(tiers.memory_resident_bytes(), window.start, window.end, step_s)}
-    service = {s.labels.get("tier", ""): s.points
-               for s in prometheus.query_range(tiers.cpu_service_cores(rate_window), window.start, window.end, step_s)}
+
+    def by_tier(expr: str) -> dict[str, tuple[tuple[float, float], ...]]:
+        return {s.labels.get("tier", ""): s.points for s in prometheus.query_range(expr, window.start, window.end, step_s)}
+
+    def db_series(expr: str, most: float = math.inf) -> tuple[tuple[float, float], ...]:
+        """EXPR's one series (the db tier's), each value at most MOST; empty where the exporter gave none."""
+        found = prometheus.query_range(expr, window.start, window.end, step_s)
+        return tuple((at, min(most, value)) for at, value in (found[0].points if found else ()) if math.isfinite(value))
+
+    busy = by_tier(tiers.cpu_busy_cores(rate_window))
+    memory = by_tier(tiers.memory_resident_bytes())
+    service = by_tier(tiers.cpu_service_cores(rate_window))
+    # A device's io_time grows by at most the time elapsed; a rate over scrapes a little apart can read above 1.
+    disk = db_series(tiers.db_disk_busy(rate_window), most=1.0)
+    statements = db_series(tiers.db_sessions_running_avg(rate_window))
     allotted = dict(allotted_fallback)
     allotted.update({s.labels.get("tier", ""): s.value
                      for s in prometheus.query(tiers.cpu_allotted_cores(), window.end)})
     series = {
-        tier: TierSeries(allotted[tier], busy.get(tier, ()), memory.get(tier, ()), service.get(tier, ()))
+        tier: TierSeries(allotted[tier], busy.get(tier, ()), memory.get(tier, ()), service.get(tier, ()),
+                         disk_busy=disk if tier == "db" else (), statements_running=statements if tier == "db" else ())
         for tier in tiers.TIERS
         if tier in allotted and (tier in busy or tier in memory)
     }

@@ -44,9 +44,28 @@ DB_SCRAPES = 'up{' + _DB_JOBS + '}'
 # The DB server the db tier runs, named in its label engine by the exporter Prometheus scrapes.
 DB_ENGINE = ('label_replace(count(mysql_up{job="mysqld"}), "engine", "MariaDB/MySQL", "", "") '
              'or label_replace(count(pg_up{job="postgres"}), "engine", "PostgreSQL", "", "")')
-# The DB's sessions running a statement: MariaDB/MySQL's Threads_running, PostgreSQL's active backends.
-DB_SESSIONS_RUNNING = ('sum(mysql_global_status_threads_running{job="mysqld"}) '
-                       'or sum(pg_stat_activity_count{job="postgres",state="active"})')
+# The DB's sessions running a statement (its statement queue), one gauge per engine's exporter: MariaDB/MySQL's
+# Threads_running (mysqld_exporter's global status; its own SHOW STATUS is one of them), PostgreSQL's backends in
+# state active (postgres_exporter's built-in pg_stat_activity_count, by database and state; its own query is one).
+DB_SESSIONS_RUNNING_SERIES = ('mysql_global_status_threads_running{job="mysqld"}',
+                              'pg_stat_activity_count{job="postgres",state="active"}')
+DB_SESSIONS_RUNNING = " or ".join(f"sum({series})" for series in DB_SESSIONS_RUNNING_SERIES)
+
+
+def db_sessions_running_avg(window: str) -> str:
+    """The DB's sessions running a statement, averaged over the samples of WINDOW, whichever engine runs: one
+    sample is a moment, and a queue that drains for an instant between two statements would read as none (the
+    audit's db_threads_running is an average over scrapes, too)."""
+    return " or ".join(f"sum(avg_over_time({series}[{window}]))" for series in DB_SESSIONS_RUNNING_SERIES)
+
+
+# The db hosts' disks: the seconds each device had I/O in progress (node_exporter), the same for either engine.
+DB_DISK_IO_TIME = 'node_disk_io_time_seconds_total{job="node",tier="db"}'
+
+
+def db_disk_busy(window: str) -> str:
+    """The share of WINDOW the db hosts' busiest disk was busy (1: I/O in progress all along)."""
+    return f"max(rate({DB_DISK_IO_TIME}[{window}]))"
 
 
 def cpu_busy_cores(window: str, by: str = "tier") -> str:
@@ -231,8 +250,7 @@ def saturation(window: str) -> tuple[Figure, ...]:
         Figure("app", "JVM threads blocked", "short",
                'sum(jvm_threads_states_threads{state="blocked"})'),
         Figure("db", "sessions running statements", "short", DB_SESSIONS_RUNNING),
-        Figure("db", "disk busy (fraction of time)", "percentunit",
-               f'max(rate(node_disk_io_time_seconds_total{{job="node",tier="db"}}[{window}]))'),
+        Figure("db", "disk busy (fraction of time)", "percentunit", db_disk_busy(window)),
     )
 
 

@@ -1,11 +1,12 @@
 """Every branch of the bottleneck attribution fires, and stays quiet on a run that kept up."""
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 from perflab import rundir
-from perflab.attribution import THRESHOLDS, attribute, db_stretch, with_app_layers
+from perflab.attribution import THRESHOLDS, attribute, db_stretches, with_app_layers
 from perflab.audit import THRESHOLDS as AUDIT_THRESHOLDS
 from perflab.audit import Status, Threshold, app_is_bottleneck, audit, host_cpu
 from perflab.model import ErrorCounts, LatencyDistribution, RunResult, ScenarioRun
@@ -612,11 +613,11 @@ def test_the_audit_judges_the_db_hosts_stretch_as_the_attribution_names_it() -> 
     """Issue 24: audit.json and attribution.json never contradict each other about a tier. On the window's
     average the hogged run's app_is_bottleneck read "MariaDB ... was not saturated" while the attribution
     named the DB host for its stretch; over that stretch the app was well below its cores."""
-    stretch = db_stretch(hogged_utilization())
-    assert stretch is not None and (stretch.from_s, stretch.seconds, stretch.app_busy_fraction) == (20.0, 20.0, 0.3)
+    (stretch,) = db_stretches(hogged_utilization())
+    assert (stretch.figure, stretch.from_s, stretch.seconds, stretch.app_busy_fraction) == ("CPU", 20.0, 20.0, 0.3)
     averaged = {r.rule: r for r in audit(run(), HOGGED_MIDWAY).rules}["app_is_bottleneck"]
     assert averaged.status is Status.VALID and "was not saturated" in averaged.evidence  # what the lab saw
-    judged = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=stretch).rules}["app_is_bottleneck"]
+    judged = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretches=[stretch]).rules}["app_is_bottleneck"]
     assert judged.status is Status.INVALID, judged
     assert judged.evidence == (
         "not comparable for a stretch of the window: MariaDB 10.11.18 on perflab-db had its CPU over 80% from 20 s "
@@ -627,15 +628,155 @@ def test_the_audit_judges_the_db_hosts_stretch_as_the_attribution_names_it() -> 
     busy_app = dataclasses.replace(hogged_utilization(), tiers={
         **hogged_utilization().tiers,
         "app": TierSeries(allotted_cores=1.0, busy_cores=tuple((HOG_START + 5 * k, 0.7) for k in range(9)))})
-    busy = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=db_stretch(busy_app)).rules}["app_is_bottleneck"]
+    busy = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretches=db_stretches(busy_app)).rules}["app_is_bottleneck"]
     assert busy.status is Status.VALID and "was not saturated" not in busy.evidence, busy
     assert busy.evidence.endswith("and the app used 70% of its cores over it, not well below them"), busy
     # The app's series missing over the stretch: not evaluated, whole.
     no_app = dataclasses.replace(hogged_utilization(), tiers={"db": hogged_utilization().tiers["db"]})
-    unseen = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretch=db_stretch(no_app)).rules}["app_is_bottleneck"]
+    unseen = {r.rule: r for r in audit(run(), HOGGED_MIDWAY, db_stretches=db_stretches(no_app)).rules}["app_is_bottleneck"]
     assert unseen.status is Status.NOT_EVALUATED, unseen
     # A calm DB host has no stretch.
     calm = dataclasses.replace(hogged_utilization(), tiers={
         **hogged_utilization().tiers, "db": TierSeries(allotted_cores=1.0, busy_cores=tuple(
             (HOG_START + 5 * k, 0.2) for k in range(9)))})
-    assert db_stretch(calm) is None
+    assert db_stretches(calm) == ()
+
+
+# Issue 24's last item: the DB's disk and statement queue judged over the window's series as its CPU is. The
+# DB host's CPU calm all along (0.2 of its core), the app at 0.3 of its own; each 5 s sample over the 15 s before it.
+def db_utilization(disk: tuple[float, ...] = (0.1,) * 9, statements: tuple[float, ...] = (1.0,) * 9) -> Utilization:
+    grid = [HOG_START + 5 * k for k in range(9)]
+    db = TierSeries(allotted_cores=1.0, busy_cores=tuple(zip(grid, (0.2,) * 9)), service_cores=tuple(zip(grid, (0.18,) * 9)),
+                    disk_busy=tuple(zip(grid, disk)), statements_running=tuple(zip(grid, statements)))
+    app = TierSeries(allotted_cores=1.0, busy_cores=tuple(zip(grid, (0.3,) * 9)))
+    return Utilization(source="http://127.0.0.1:9090", start=HOG_START, end=HOG_START + 40, step_s=5.0,
+                       tiers={"db": db, "app": app})
+
+
+# A disk busy 80% of the time or more at the scrapes of 20 to 35 s (the 15 s to 35 s of the window they stand for).
+DISK_STRETCH = (0.1, 0.1, 0.1, 0.4, 0.85, 0.95, 0.97, 0.91, 0.3)
+# 2 statements or more in progress at the same scrapes: MariaDB's exporter counts its own SHOW STATUS as one.
+QUEUE_STRETCH = (1.0, 1.0, 1.1, 1.0, 3.5, 6.0, 7.0, 5.1, 1.2)
+MARIADB = dataclasses.replace(CALM, db_cpu=TierCpu(0.2, 1), db_name="MariaDB 10.11.18 on perflab-db",
+                              service_cpu={"loadgen": 0.2, "app": 0.3, "db": 0.18})
+DISK_ON_AVERAGE = dataclasses.replace(MARIADB, db_disk_busy=0.45)
+QUEUE_ON_AVERAGE = with_(MARIADB, db_threads_running_avg=1.9)
+
+
+def app_is_bottleneck_of(obs: Observations, utilization: Utilization) -> Any:
+    """The audit's app_is_bottleneck as perflab collect judges it: with the DB's stretches of the same series."""
+    return {r.rule: r for r in audit(run(), obs, db_stretches=db_stretches(utilization)).rules}["app_is_bottleneck"]
+
+
+def test_a_db_disk_saturated_for_a_stretch_names_the_db_tier_with_its_times() -> None:
+    utilization = db_utilization(disk=DISK_STRETCH)
+    found = attribute(run(), DISK_ON_AVERAGE, utilization=utilization)
+    said = ("its disk busy 80% of the time or more from 15 s for 20 s of the window (92% busy there; 45% over the "
+            "whole window)")
+    assert found.limiting_tier == "db", found.sentence
+    assert found.sentence == (f"limited by the DB host's disk for a stretch of the window: {said}; the app used 0.30 of "
+                              "1 cores, at 200 of 200 req/s (100%).")
+    db = next(f for f in found.tiers if f.tier == "db")
+    assert (db.disk_stretch_from_s, db.disk_stretch_s, db.stretch_s, db.statements_stretch_s) == (15.0, 20.0, None, None)
+    assert round(db.disk_stretch_busy_fraction or 0, 3) == 0.92 and said in db.saturated
+    # The app's requests waiting for a connection beside it: the database, its disk's stretch the evidence.
+    waiting = with_(DISK_ON_AVERAGE, app_pool_waiting_avg=0.7, app_pool_waiting_max=6.0)
+    assert attribute(run(), waiting, utilization=utilization).sentence == (
+        f"limited by the database: the app had 0.7 requests waiting for a DB connection on average (at most 6) while "
+        f"the DB host had {said}, at 200 of 200 req/s (100%).")
+    # Without the series, the window's average alone (45%): not saturated, the words of a fault-free run.
+    assert attribute(run(), DISK_ON_AVERAGE).sentence.startswith("no tier was saturated")
+    assert "round trips" in attribute(run(), waiting).sentence
+
+
+def test_a_statement_queue_for_a_stretch_names_the_db_tier_with_its_times() -> None:
+    utilization = db_utilization(statements=QUEUE_STRETCH)
+    found = attribute(run(), QUEUE_ON_AVERAGE, utilization=utilization)
+    said = ("its statement queue at 2 or more statements in progress from 15 s for 20 s of the window (5.4 on "
+            "average there; 1.9 over the whole window)")
+    assert found.limiting_tier == "db", found.sentence
+    assert found.sentence == (f"limited by the DB's statement queue for a stretch of the window: {said}; the app used "
+                              "0.30 of 1 cores, at 200 of 200 req/s (100%).")
+    db = next(f for f in found.tiers if f.tier == "db")
+    assert (db.statements_stretch_from_s, db.statements_stretch_s, db.disk_stretch_s) == (15.0, 20.0, None)
+    assert round(db.statements_stretch_running_avg or 0, 2) == 5.4
+    # With the app's waits: the database, never its "round trips" with the queue "not saturated".
+    waiting = with_(QUEUE_ON_AVERAGE, app_pool_waiting_avg=3.0, app_pool_waiting_max=12.0)
+    assert attribute(run(), waiting, utilization=utilization).sentence == (
+        "limited by the database: the app had 3.0 requests waiting for a DB connection on average (at most 12) while "
+        f"the DB host had {said}, at 200 of 200 req/s (100%).")
+    # An app whose CPU is saturated holds its connections and its statements stay in progress: the app, the DB's
+    # stretch of statements named as waiting on it (never "the DB had no statement queue").
+    app_bound = dataclasses.replace(waiting, app_cpu=TierCpu(0.97, 1))
+    bound = attribute(run(achieved=170.0), app_bound, utilization=utilization)
+    assert bound.limiting_tier == "app", bound.sentence
+    assert f"and the DB's own CPU and disk were idle ({said}, waiting on the app)" in bound.sentence, bound.sentence
+
+
+def test_the_dbs_cpu_disk_and_queue_stretches_are_named_together() -> None:
+    hogged = hogged_utilization()
+    both = dataclasses.replace(hogged, tiers={**hogged.tiers, "db": dataclasses.replace(
+        hogged.tiers["db"], disk_busy=db_utilization(disk=DISK_STRETCH).tiers["db"].disk_busy,
+        statements_running=db_utilization(statements=QUEUE_STRETCH).tiers["db"].statements_running)})
+    found = attribute(run(), with_(dataclasses.replace(HOGGED_MIDWAY, db_disk_busy=0.45), db_threads_running_avg=1.9),
+                      utilization=both)
+    assert found.sentence.startswith(
+        "limited by the DB host's CPU and disk and statement queue for a stretch of the window: its CPU over 80% from "
+        "20 s for 20 s of the window"), found.sentence
+    assert "; its disk busy 80% of the time or more from 15 s" in found.sentence
+    assert "; its statement queue at 2 or more statements in progress from 15 s" in found.sentence
+    assert [s.figure for s in db_stretches(both)] == ["CPU", "disk", "statement queue"]
+
+
+def test_a_db_below_its_disk_and_queue_thresholds_has_no_stretch() -> None:
+    # Just under each threshold at every scrape, and over it at one scrape only (5 s of 40: under a fifth).
+    for utilization in (db_utilization(disk=(0.79,) * 9, statements=(1.9,) * 9),
+                        db_utilization(disk=(0.1,) * 8 + (0.99,), statements=(1.0,) * 8 + (9.0,))):
+        found = attribute(run(), MARIADB, utilization=utilization)
+        assert found.limiting_tier is None and found.sentence.startswith("no tier was saturated"), found.sentence
+        db = next(f for f in found.tiers if f.tier == "db")
+        assert (db.disk_stretch_s, db.statements_stretch_s, db.saturated) == (None, None, ())
+        assert db_stretches(utilization) == ()
+        judged = app_is_bottleneck_of(MARIADB, utilization)
+        assert judged.status is Status.VALID and judged.evidence.endswith("MariaDB 10.11.18 on perflab-db was not "
+                                                                          "saturated"), judged
+
+
+def test_the_audit_and_the_attribution_agree_on_the_dbs_disk_and_queue_stretches() -> None:
+    """audit.json's app_is_bottleneck and attribution.json, from the same utilization.json, never contradict each
+    other about the db tier: where the attribution names its stretch, the audit judges the same one, same words."""
+    cases = ((DISK_ON_AVERAGE, db_utilization(disk=DISK_STRETCH)),
+             (QUEUE_ON_AVERAGE, db_utilization(statements=QUEUE_STRETCH)))
+    for obs, utilization in cases:
+        found = attribute(run(), obs, utilization=utilization)
+        said = found.sentence.split("for a stretch of the window: ")[1].split("; the app used")[0]
+        judged = app_is_bottleneck_of(obs, utilization)
+        assert judged.status is Status.INVALID, judged
+        assert judged.evidence == (f"not comparable for a stretch of the window: MariaDB 10.11.18 on perflab-db had "
+                                   f"{said}; the app used 30% of its cores over it, well below, while MariaDB 10.11.18 "
+                                   "on perflab-db was the bottleneck there"), judged
+        # An app busy over the stretch: VALID, and the stretch said, never "was not saturated".
+        busy_app = dataclasses.replace(utilization, tiers={**utilization.tiers, "app": TierSeries(
+            allotted_cores=1.0, busy_cores=tuple((HOG_START + 5 * k, 0.7) for k in range(9)))})
+        busy = app_is_bottleneck_of(obs, busy_app)
+        assert busy.status is Status.VALID and f"MariaDB 10.11.18 on perflab-db had {said}, and the app used 70% of " \
+            "its cores over it, not well below them" in busy.evidence, busy
+        # The app's series missing: not evaluated, whole.
+        no_app = dataclasses.replace(utilization, tiers={"db": utilization.tiers["db"]})
+        assert app_is_bottleneck_of(obs, no_app).status is Status.NOT_EVALUATED
+    # Both thresholds are the audit's, read by the attribution: one owner each.
+    assert THRESHOLDS.disk_busy.value == AUDIT_THRESHOLDS.db_disk_busy.value
+    assert THRESHOLDS.db_threads_running is AUDIT_THRESHOLDS.db_threads_running
+
+
+def test_the_dbs_disk_and_queue_series_survive_utilization_json(tmp_path: Path) -> None:
+    utilization = db_utilization(disk=DISK_STRETCH, statements=QUEUE_STRETCH)
+    rundir.write_utilization(tmp_path, utilization)
+    assert rundir.read_utilization(tmp_path) == utilization
+    # A file written before they were kept: no series, no stretch, the CPU's as before.
+    older = json.loads((tmp_path / rundir.UTILIZATION).read_text())
+    for series in older["tiers"].values():
+        del series["disk_busy"], series["statements_running"]
+    (tmp_path / rundir.UTILIZATION).write_text(json.dumps(older))
+    assert rundir.read_utilization(tmp_path).tiers["db"].disk_busy == ()
+    assert db_stretches(rundir.read_utilization(tmp_path)) == ()

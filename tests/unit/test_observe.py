@@ -815,3 +815,44 @@ def test_prometheus_stopped_mid_run_cannot_vouch_for_the_db_or_the_jvm() -> None
     assert observe.observe(LifeLab([400.0, 1012.0], held=5), WINDOW, "quarkus", {}).app_jvm_started_at == 1012.0  # type: ignore[arg-type]
     whole = observe.observe(LifeLab([400.0], held=11), WINDOW, "quarkus", {})  # type: ignore[arg-type]
     assert (whole.db_down_s, whole.app_jvm_started_at) == (0.0, 400.0)
+
+
+def test_utilization_keeps_the_db_disk_and_statement_queue_of_either_engine() -> None:
+    """utilization.json's db tier: its busiest disk's busy share (node_exporter) and the statements in progress,
+    Threads_running from mysqld_exporter or the active backends from postgres_exporter, every scrape over the
+    same three scrapes as the CPU's rate (issue 24: the attribution's stretches of the DB's disk and queue)."""
+    disk = tiers.db_disk_busy("15s")
+    running = tiers.db_sessions_running_avg("15s")
+    assert disk == 'max(rate(node_disk_io_time_seconds_total{job="node",tier="db"}[15s]))'
+    assert running == ('sum(avg_over_time(mysql_global_status_threads_running{job="mysqld"}[15s])) or '
+                       'sum(avg_over_time(pg_stat_activity_count{job="postgres",state="active"}[15s]))')
+    # The live figures of make watch and the dashboards read the same series.
+    assert tiers.DB_SESSIONS_RUNNING == ('sum(mysql_global_status_threads_running{job="mysqld"}) or '
+                                         'sum(pg_stat_activity_count{job="postgres",state="active"})')
+    assert [f.expr for f in tiers.saturation("1m") if f.name.startswith("disk busy")] == [tiers.db_disk_busy("1m")]
+    grid = [1000.0 + 5 * k for k in range(9)]
+    asked: list[str] = []
+
+    class Lab:
+        url = "http://127.0.0.1:9090"
+
+        def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
+            asked.append(expr)
+            assert (start, end, step_s) == (1000.0, 1040.0, 5.0)
+            if expr == disk:  # a rate over scrapes a little apart reads a little over 1
+                return [Series({}, tuple(zip(grid, (0.2, 0.9, 1.02, float("nan"), 0.5, 0.5, 0.5, 0.5, 0.5))))]
+            if expr == running:  # one engine's side of the `or`: the other's exporter is not on the lab
+                return [Series({}, tuple(zip(grid, (1.0, 4.0, 6.5, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0))))]
+            if "namedprocess_namegroup_memory_bytes" in expr:
+                return [Series({"tier": "db"}, tuple(zip(grid, (5e8,) * 9)))]
+            return [Series({"tier": tier}, tuple(zip(grid, (0.3,) * 9))) for tier in ("db", "app")]
+
+        def query(self, expr: str, at: float | None = None) -> list[Sample]:
+            return [Sample({"tier": "db"}, 1.0), Sample({"tier": "app"}, 1.0)]
+
+    found = observe.utilization(Lab(), observe.Window(1000.0, 1040.0), {})  # type: ignore[arg-type]
+    assert found is not None and {disk, running} <= set(asked)
+    db, app = found.tiers["db"], found.tiers["app"]
+    assert [v for _, v in db.disk_busy] == [0.2, 0.9, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5]  # at most 1, NaN left out
+    assert [v for _, v in db.statements_running] == [1.0, 4.0, 6.5, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert (app.disk_busy, app.statements_running) == ((), ())  # the db tier's alone
