@@ -835,7 +835,7 @@ class TierSeries:
     service_cores: tuple[tuple[float, float], ...] = ()
     # The db tier's alone (empty for the others, and in files written before they were kept), each sample over the
     # same scrapes as busy_cores' rate: the share of the time its busiest disk was busy (tiers.db_disk_busy), and the
-    # statements in progress in the DB on average (tiers.db_sessions_running_avg: either engine's exporter).
+    # statements in progress in the DB on average (tiers.db_sessions_running_avg: MariaDB/MySQL's; empty on PostgreSQL).
     disk_busy: tuple[tuple[float, float], ...] = ()
     statements_running: tuple[tuple[float, float], ...] = ()
 
