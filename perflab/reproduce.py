@@ -48,6 +48,7 @@ from typing import Any
 
 from perflab import app_build, manifest, rundir
 from perflab.compare import MIB
+from perflab.model import database_name
 from perflab.field_reports import (EXPERIMENTS, NOT_RUNNABLE, Arm, Experiment, Settings, achieved, attribution,
                                    audit_figure, p50, p99, start_ms, verdict)
 from perflab.results import RunRow, read_run_row
@@ -99,10 +100,14 @@ def table(experiment: Experiment, rows: dict[str, RunRow], relations: Sequence[d
 
     lab = [("lab: " + arm.label, figures(arm)) for arm in experiment.arms]
     width = max(len(label) for label, _ in [*((f"report: {t}", f) for t, f in experiment.theirs), *lab])
+    # The DB the runs ran on (report 4's ran on PostgreSQL: make reproduce REPORT=4 DB_ENGINE=postgresql).
+    databases = sorted({database_name(row.result.versions.get("database", "")) for row in rows.values()
+                        if row.result is not None})
     lines = [f"Report {experiment.report}: {experiment.title}",
              f"  lab: {experiment.scenario} at {settings.rate} req/s"
              + (f", /hello/{settings.latency_ms}" if settings.latency_ms is not None else "")
-             + f", {settings.duration} after {settings.warmup} of warm-up, profile {settings.profile or 'default'}"]
+             + f", {settings.duration} after {settings.warmup} of warm-up, profile {settings.profile or 'default'}"
+             + (f", on {' and '.join(databases)}" if databases else "")]
     if note:
         lines.append(f"  note: {note}")
     lines += [f"  {('report: ' + label).ljust(width)}  {figures}" for label, figures in experiment.theirs]

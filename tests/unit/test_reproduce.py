@@ -191,11 +191,15 @@ def test_report_4_without_netem_runs_the_rest_and_says_the_delay_is_not_runnable
         run_dir = results / f"2026{len(calls):04d}{named}"
         run_dir.mkdir(parents=True)
         rundir.write_status(run_dir, rundir.RunStatus(status="complete"))
-        rundir.write_result(run_dir, result(199.9, 5.0, start_ms=21000.0))
+        ran = result(199.9, 5.0, start_ms=21000.0)
+        # As the report ran it: on PostgreSQL (make reproduce REPORT=4 DB_ENGINE=postgresql).
+        rundir.write_result(run_dir, dataclasses.replace(ran, versions={"database": "postgres (PostgreSQL) 15.18 (Debian)"}))
         rundir.write_audit(run_dir, Verdict(status=Status.VALID, rules=(), app_cpu_s_per_1000_requests=0.3))
         return 0, run_dir
 
     code, text = reproduce.reproduce(REPORT_4, REPORT_4.settings, tmp_path, "inventory/local", [], run)
+    assert text.splitlines()[1] == ("  lab: books-orders at 200 req/s, 30s after 15s of warm-up, profile virtual-threads-db, "
+                                    "on PostgreSQL 15.18"), text
     assert code == reproduce.EXIT_DONE, text
     assert len(calls) == 3 and "bench_db_delay_ms=100" in calls[2] and "loadgen_rate=20" in calls[2], calls
     assert "app_profile=virtual-threads-db" in calls[0] and "loadgen_rate=200" in calls[0]
