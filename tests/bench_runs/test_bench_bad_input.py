@@ -26,8 +26,9 @@ MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
 
 BAD_INPUT = [
     (["APP=struts", "SCENARIO=greeting"],
-     "perflab app: unknown app 'struts': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, tfb-spring, "
-     "tfb-spring-webflux (APP= takes one of"),
+     "perflab app: unknown app 'struts': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, "
+     "tfb-quarkus-postgresql, tfb-spring, tfb-spring-postgresql, tfb-spring-webflux, tfb-spring-webflux-postgresql "
+     "(APP= takes one of"),
     (["APP=quarkus", "SCENARIO=greeting", "THREADS=virtual"],
      "perflab app: quarkus has no variant 'threads': its variants are dispatch: io|worker; observability: on|off"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e app_spring_mvc_threads=virtual"],
