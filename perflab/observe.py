@@ -835,7 +835,7 @@ class TierSeries:
     service_cores: tuple[tuple[float, float], ...] = ()
     # The db tier's alone (empty for the others, and in files written before they were kept), each sample over the
     # same scrapes as busy_cores' rate: the share of the time its busiest disk was busy (tiers.db_disk_busy), and the
-    # statements in progress in the DB on average (tiers.db_sessions_running_avg: MariaDB/MySQL's; empty on PostgreSQL).
+    # statements in progress in the DB on average (tiers.db_sessions_running_avg; not kept yet: utilization() says why).
     disk_busy: tuple[tuple[float, float], ...] = ()
     statements_running: tuple[tuple[float, float], ...] = ()
 
@@ -875,7 +875,10 @@ def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mappi
     service = by_tier(tiers.cpu_service_cores(rate_window))
     # A device's io_time grows by at most the time elapsed; a rate over scrapes a little apart can read above 1.
     disk = db_series(tiers.db_disk_busy(rate_window), most=1.0)
-    statements = db_series(tiers.db_sessions_running_avg(rate_window))
+    # The statement queue is not kept for a stretch yet: its sample averages the three scrapes before it, so the
+    # window's first reaches back into the verify and the warm-up (a 10 s run on MariaDB read 2.3 there, then 1.0,
+    # and its 5 s made a fifth of the window: INVALID, "limited by the DB's statement queue", at 50 of 50 req/s).
+    statements: tuple[tuple[float, float], ...] = ()
     allotted = dict(allotted_fallback)
     allotted.update({s.labels.get("tier", ""): s.value
                      for s in prometheus.query(tiers.cpu_allotted_cores(), window.end)})

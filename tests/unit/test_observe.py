@@ -851,8 +851,9 @@ def test_utilization_keeps_the_db_disk_and_statement_queue() -> None:
             return [Sample({"tier": "db"}, 1.0), Sample({"tier": "app"}, 1.0)]
 
     found = observe.utilization(Lab(), observe.Window(1000.0, 1040.0), {})  # type: ignore[arg-type]
-    assert found is not None and {disk, running} <= set(asked)
+    assert found is not None and disk in asked and running not in asked
     db, app = found.tiers["db"], found.tiers["app"]
     assert [v for _, v in db.disk_busy] == [0.2, 0.9, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5]  # at most 1, NaN left out
-    assert [v for _, v in db.statements_running] == [1.0, 4.0, 6.5, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    # Not kept yet (observe.utilization says why): no queue stretch is judged.
+    assert db.statements_running == ()
     assert (app.disk_busy, app.statements_running) == ((), ())  # the db tier's alone
