@@ -835,7 +835,8 @@ class TierSeries:
     service_cores: tuple[tuple[float, float], ...] = ()
     # The db tier's alone (empty for the others, and in files written before they were kept), each sample over the
     # same scrapes as busy_cores' rate: the share of the time its busiest disk was busy (tiers.db_disk_busy), and the
-    # statements in progress in the DB on average (tiers.db_sessions_running_avg; not kept yet: utilization() says why).
+    # statements in progress in the DB on average (tiers.db_sessions_running_avg: MariaDB/MySQL's, from the samples
+    # whose scrapes all lie in the window; empty on PostgreSQL).
     disk_busy: tuple[tuple[float, float], ...] = ()
     statements_running: tuple[tuple[float, float], ...] = ()
 
@@ -860,7 +861,8 @@ def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mappi
     allotted_fallback (the affinity the bench sampled); tiers without data are left out, and None when none
     has any; PrometheusError when it cannot answer."""
     step_s = window.scrape_interval_s
-    rate_window = f"{max(15, round(3 * step_s))}s"  # three scrapes: a rate never falls between two
+    rate_window_s = max(15, round(3 * step_s))
+    rate_window = f"{rate_window_s}s"  # three scrapes: a rate never falls between two
 
     def by_tier(expr: str) -> dict[str, tuple[tuple[float, float], ...]]:
         return {s.labels.get("tier", ""): s.points for s in prometheus.query_range(expr, window.start, window.end, step_s)}
@@ -875,10 +877,12 @@ def utilization(prometheus: Prometheus, window: Window, allotted_fallback: Mappi
     service = by_tier(tiers.cpu_service_cores(rate_window))
     # A device's io_time grows by at most the time elapsed; a rate over scrapes a little apart can read above 1.
     disk = db_series(tiers.db_disk_busy(rate_window), most=1.0)
-    # The statement queue is not kept for a stretch yet: its sample averages the three scrapes before it, so the
-    # window's first reaches back into the verify and the warm-up (a 10 s run on MariaDB read 2.3 there, then 1.0,
-    # and its 5 s made a fifth of the window: INVALID, "limited by the DB's statement queue", at 50 of 50 req/s).
-    statements: tuple[tuple[float, float], ...] = ()
+    # The statement queue from the samples whose three scrapes all lie in the window: a sample averages the scrapes
+    # before it, and the window's first ones reached back into the verify and the warm-up (a 10 s run on MariaDB read
+    # 2.3 there, then 1.0, and its 5 s made a fifth of the window: INVALID, "limited by the DB's statement queue", at
+    # 50 of 50 req/s). A window shorter than the three scrapes has none, and no queue stretch is judged there.
+    statements = tuple((at, value) for at, value in db_series(tiers.db_sessions_running_avg(rate_window))
+                       if at - rate_window_s >= window.start)
     allotted = dict(allotted_fallback)
     allotted.update({s.labels.get("tier", ""): s.value
                      for s in prometheus.query(tiers.cpu_allotted_cores(), window.end)})
