@@ -3,6 +3,8 @@
 A normal run (the shared `short_run`) keeps up and is not attributed to the DB; its observations
 hold the mix by third, the statements per request the contract expects, TLS on every DB session,
 and utilization.json. A run during which a CPU hog runs on the db host is attributed to the DB.
+A run driven past the app's CPU reads all of it over exactly its window, and its profile (PROFILE_APP=cpu)
+names the app's layers in the attribution and writes a flame graph that opens in Chromium.
 
 On the local default the db, loadgen and monitoring containers share core 0, so a hog "on the DB
 host" also takes CPU from the load generator. Two things keep this test honest about it: the hog
@@ -33,6 +35,7 @@ from labkit import INVENTORY, ROOT, in_measured_phase, judged, make, new_run_dir
 from perflab.attribution import THRESHOLDS as ATTRIBUTION
 from perflab.attribution import cpu_limit
 from perflab.audit import THRESHOLDS
+from report.chromium import visit
 
 AUDIT_DB_CPU = THRESHOLDS.db_cpu_busy.value  # the DB host's own CPU over this is named (the attribution's too)
 # The requests that failed, which the sentence states before the attribution (perflab.attribution.failures):
@@ -254,23 +257,31 @@ def test_a_cpu_hog_on_the_db_host_from_a_third_of_the_window_is_named_for_its_st
 PAST_ITS_CPU = ("APP=quarkus", "SCENARIO=zipcodes", "PROFILE=app-bound", "RATE=400", "DURATION=20s", "WARMUP=0s")
 
 
-def test_an_app_driven_past_its_cpu_reads_all_of_it_over_exactly_the_window(lab: str) -> None:
+@pytest.fixture(scope="module")
+def past_its_cpu(lab: str) -> tuple[Path, str]:
+    """The run PAST_ITS_CPU with its window profiled (PROFILE_APP=cpu): its directory and make's output. One run for
+    the window's test and the profile's (issue 23 asks both of a profiled run and of a run driven past its CPU)."""
+    before = run_dirs()
+    done = make("bench", *PAST_ITS_CPU, "PROFILE_APP=cpu")
+    assert judged(done) and run_dirs() - before, tail(done.stdout, 80)  # VALID, WARN or INVALID: its figures are the test
+    return new_run_dir(before), done.stdout
+
+
+def test_an_app_driven_past_its_cpu_reads_all_of_it_over_exactly_the_window(past_its_cpu: tuple[Path, str]) -> None:
     """The window is the tool's own interval and the CPU is read at its bounds: a saturated app reads
     within 5% of the cores it was given. Before, the window's end was taken after the bench's poll and
     the CPU sampled around the tasks that start and wait for the phase: a saturated app read 14-38%
     less busy than it was (issue 22: 0.43 cores over 70.0 s for 60 s of load). Its window is profiled,
     and the attribution names the app's top layers (issue 23)."""
-    before = run_dirs()
-    done = make("bench", *PAST_ITS_CPU, "PROFILE_APP=cpu")
-    run_dir = new_run_dir(before)
+    run_dir, output = past_its_cpu
     status = read_json(run_dir / "status.json")
-    assert status["status"] == "complete", tail(done.stdout, 80)
+    assert status["status"] == "complete", tail(output, 80)
     inputs = read_json(run_dir / "bench-inputs.json")
     scheduled_s = inputs["run"]["phases"]["measure"]["invocation_s"]
     window_s = _unix(status["ended_at"]) - _unix(status["started_at"])
     assert abs(window_s - scheduled_s) <= 1.0, (status["started_at"], status["ended_at"], scheduled_s)
     # The tool started when the window opened, and the samples were read at its bounds.
-    started = [float(s) for s in re.findall(r"perflab: started ([0-9.]+)", done.stdout)]
+    started = [float(s) for s in re.findall(r"perflab: started ([0-9.]+)", output)]
     assert started and abs(started[-1] - _unix(status["started_at"])) <= 1.0, (started, status["started_at"])
     assert 0 <= inputs["start_late_ms"] <= 1000, inputs["start_late_ms"]
     # Each tier's samples lie within the window's load (a sampler launched after the tool's start
@@ -283,14 +294,45 @@ def test_an_app_driven_past_its_cpu_reads_all_of_it_over_exactly_the_window(lab:
     assert app["allotted_cores"] == pytest.approx(0.25), app
     assert app["busy_cores"] >= 0.95 * app["allotted_cores"], app
     # The judge's line of the app's cost reads the same seconds.
-    over = re.search(r"app cost: .* cores over ([0-9.]+) s", done.stdout)
-    assert over and abs(float(over.group(1)) - window_s) <= 0.2, tail(done.stdout, 40)
+    over = re.search(r"app cost: .* cores over ([0-9.]+) s", output)
+    assert over and abs(float(over.group(1)) - window_s) <= 0.2, tail(output, 40)
     # Its window profiled (PROFILE_APP=cpu), the attribution names where the app's CPU went (issue 23).
     found = read_json(run_dir / "attribution.json")
     assert found["limiting_tier"] == "app", found["sentence"]
     assert re.search(r"; the app's samples \(flamegraph\.html\): \d+% [^,]+(, \d+% [^,]+){0,2}\.$", found["sentence"]), found["sentence"]
     assert found["app_layers"] and found["app_layers"][0]["samples"] >= found["app_layers"][-1]["samples"], found["app_layers"]
 
+
+PROFILE_FILES = ("flamegraph.html", "profile.collapsed", "profile-window.json", "profile-summary.json")
+
+
+def test_a_profiled_run_writes_a_flame_graph_chromium_opens_and_layers_that_add_up(
+        past_its_cpu: tuple[Path, str], short_run: Path) -> None:
+    """The app's profile over the measured window (PROFILE_APP, roles/bench/tasks/profile_start.yml and
+    profile_fetch.yml, async-profiler through roles/app/files/perflab_profile.py): the run profiled writes a
+    flame graph that opens in Chromium with no console error, the collapsed stacks and their summary by layer,
+    adding up to 100%; a run that asks for none (the default, off: the short run) writes none."""
+    assert not [name for name in PROFILE_FILES if (short_run / name).exists()], "PROFILE_APP is off by default"
+    run, output = past_its_cpu
+    assert [name for name in PROFILE_FILES if (run / name).exists()] == list(PROFILE_FILES), sorted(p.name for p in run.iterdir())
+    said = " ".join(output.replace("''", "'").split())  # as Ansible folds and quotes collect's output
+    assert re.search(r"the app's profile \(\d+ samples, flamegraph\.html\): \d+% ", said), tail(output)
+
+    # Over the measured window: started at its start, stopped at its end. The attach listener is
+    # started and the agent loaded before the window, over the JVM's socket: 0.09 s late on an idle
+    # lab. jcmd, a JVM of its own to start, made it 3.0 s late in a CI run (a fifth of this window);
+    # with the socket but no agent loaded ahead, 1.6 s on a machine running two CI simulations at once.
+    # 2 s: the agent's own start (a perf event per JVM thread) on a loaded 2-core machine.
+    window, status = read_json(run / "profile-window.json"), read_json(run / "status.json")
+    assert window["mode"] == "cpu" and window["engine"] in ("perf_events", "ctimer"), window
+    assert 0 <= _unix(window["started_at"]) - _unix(status["started_at"]) < 2, (window, status)
+    assert 0 <= _unix(window["stopped_at"]) - _unix(status["ended_at"]) < 5, (window, status)
+
+    summary = read_json(run / "profile-summary.json")
+    assert summary["samples"] > 20 and abs(sum(layer["share"] for layer in summary["layers"]) - 1) < 1e-9, summary
+    page = visit(run / "flamegraph.html", "document.documentElement.innerHTML.indexOf('quarkus zipcodes cpu') >= 0")
+    assert page.errors == [], page.errors
+    assert page.evaluated is True, "the flame graph's title names the app, the scenario and the mode"
 
 def _unix(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
