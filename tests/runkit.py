@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -27,26 +29,19 @@ PINNED_WRK2_SHA256 = LOADGEN_DEFAULTS["loadgen_wrk2_archive_sha256"]
 
 
 def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int = RATE, duration: str = DURATION,
-                                   warmup: str = WARMUP) -> None:
-    """results/NAME: verified, complete, every request answered without an error at the offered rate."""
+                                   warmup: str = WARMUP, tool: str = "wrk2") -> None:
+    """results/NAME: verified, complete, every request answered without an error at the offered rate, by TOOL."""
     run_dir = RESULTS / name
     for file in ("verify.json", "context.json", "observations.json", "result.json", "audit.json"):
         assert (run_dir / file).is_file(), f"{run_dir}/{file} is missing"
-    # wrk2's text and percentile table, one each (wrk2-measure.<host>.txt where several loadgen hosts sent).
-    texts, tables = sorted(run_dir.glob("wrk2-measure*.txt")), sorted(run_dir.glob("wrk2-measure-percentiles*.json"))
-    assert texts and len(texts) == len(tables), f"{run_dir}: wrk2's output {texts} and tables {tables}"
+    result = read_json(run_dir / "result.json")
+    assert result["tool"] == tool and result["target_rate"] == rate, (result["tool"], result["target_rate"])
+    if tool == "wrk2":
+        _assert_wrk2_ran(run_dir, result)
+    else:
+        assert (run_dir / "vegeta-measure.jsonl.gz").is_file() and (run_dir / "vegeta-measure.txt").is_file(), run_dir
     assert read_json(run_dir / "status.json")["status"] == "complete"
     assert read_json(run_dir / "verify.json")["status"] == "ok", read_json(run_dir / "verify.json")
-    result = read_json(run_dir / "result.json")
-    assert result["tool"] == "wrk2" and result["target_rate"] == rate
-    if os.environ.get("PERFLAB_WRK2_ARCHIVE"):
-        # CI's wrk2 comes from its mirror: built on the loadgen host after the archive's sha256 was checked there.
-        assert (f"from archive sha256 {PINNED_WRK2_SHA256} (verified on this host)"
-                in result["versions"]["load_generator"]), result["versions"]
-    # wrk2 ran its calibration on top of DURATION, so the window it recorded is the measured phase.
-    calibration_ms = wrk2.calibration_ms(result["scenario"]["connections"], result["scenario"]["threads"])
-    assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)
-    assert result["scenario"]["parameters"]["recorded_window"].endswith(result["ended_at"])
     # The timeout both tools count by (roles/loadgen/defaults/main.yml loadgen_timeout_s), as the run had it.
     assert result["scenario"]["parameters"]["timeout_s"] == str(LOADGEN_DEFAULTS["loadgen_timeout_s"])
     assert result["requests"] >= rate * int(duration.rstrip("s")) * 0.9, (app, result["requests"])
@@ -69,18 +64,33 @@ def assert_complete_without_errors(app: str, scenario: str, name: str, rate: int
         assert server["requests"] >= result["requests"] * 0.9, (app, server["requests"], result["requests"])
 
 
-def compare(scenario: str, apps: tuple[str, ...], *variables: str) -> None:
-    """`make compare SCENARIO=...`: one verified, complete run per app, in APPS' order, and its table."""
+def _assert_wrk2_ran(run_dir: Path, result: dict[str, Any]) -> None:
+    # wrk2's text and percentile table, one each (wrk2-measure.<host>.txt where several loadgen hosts sent).
+    texts, tables = sorted(run_dir.glob("wrk2-measure*.txt")), sorted(run_dir.glob("wrk2-measure-percentiles*.json"))
+    assert texts and len(texts) == len(tables), f"{run_dir}: wrk2's output {texts} and tables {tables}"
+    if os.environ.get("PERFLAB_WRK2_ARCHIVE"):
+        # CI's wrk2 comes from its mirror: built on the loadgen host after the archive's sha256 was checked there.
+        assert (f"from archive sha256 {PINNED_WRK2_SHA256} (verified on this host)"
+                in result["versions"]["load_generator"]), result["versions"]
+    # wrk2 ran its calibration on top of DURATION, so the window it recorded is the measured phase.
+    calibration_ms = wrk2.calibration_ms(result["scenario"]["connections"], result["scenario"]["threads"])
+    assert result["scenario"]["parameters"]["wrk2_calibration_ms"] == str(calibration_ms)
+    assert result["scenario"]["parameters"]["recorded_window"].endswith(result["ended_at"])
+
+
+def compare(scenario: str, apps: tuple[str, ...], *variables: str, tool: str = "wrk2") -> None:
+    """`make compare SCENARIO=...` with TOOL (auto's wrk2, else TOOL=tool): one verified, complete run per app, in
+    APPS' order, and its table."""
     before = run_dirs()
     done = make("compare", f"SCENARIO={scenario}", f"RATE={RATE}", f"DURATION={DURATION}", f"WARMUP={WARMUP}",
-                    *variables, timeout=2400)
+                *([] if tool == "wrk2" else [f"TOOL={tool}"]), *variables, timeout=2400)
     assert done.returncode == 0, tail(done.stdout, 80)
     created = sorted(run_dirs() - before)
     assert [name.split("-", 1)[1] for name in created] == [f"{app}-{scenario}" for app in apps], created
     for app, name in zip(apps, created):
-        assert_complete_without_errors(app, scenario, name)
+        assert_complete_without_errors(app, scenario, name, tool=tool)
         result = read_json(RESULTS / name / "result.json")
         # compare's table: this app's row names its run, complete, the target and the achieved rate.
-        row = re.search(rf"^{re.escape(app)}\s+{re.escape(name)}\s+complete\s+{RATE}\s+(?P<achieved>[\d.]+)\s+wrk2\s", done.stdout,
-                        re.MULTILINE)
+        row = re.search(rf"^{re.escape(app)}\s+{re.escape(name)}\s+complete\s+{RATE}\s+(?P<achieved>[\d.]+)\s+{tool}\s",
+                        done.stdout, re.MULTILINE)
         assert row and abs(float(row["achieved"]) - result["achieved_rate"]) < 0.1, tail(done.stdout, 20)

@@ -19,6 +19,9 @@ from labkit import changed_counts, make, on_host
 from runkit import assert_complete_without_errors, compare
 
 ON_POSTGRESQL = "ANSIBLE_ARGS=-e lab_db_engine=postgresql"
+# vegeta: what these runs judge is the database's engine, statements and answers, not the tool (wrk2's runs are the
+# other tests'), and wrk2's calibration would add 11 s of load no one reads to each of seven runs.
+TOOL = "vegeta"
 APPS = ("quarkus", "spring-mvc", "spring-webflux")
 # TechEmpower's database tests, each on one of the lab's apps (their checks and query counts are the verify's;
 # the contract suite, make test-apps DB_ENGINE=postgresql, holds every app to each route on PostgreSQL).
@@ -55,7 +58,7 @@ def mariadb_alone(expr: str) -> bool:
 
 def test_the_lab_apps_run_judged_on_postgresql_with_their_statements_counted(postgresql_lab: None) -> None:
     before, since = run_dirs(), int(time.time()) - 1
-    compare("zipcodes", APPS, f"APPS={' '.join(APPS)}", ON_POSTGRESQL)
+    compare("zipcodes", APPS, f"APPS={' '.join(APPS)}", ON_POSTGRESQL, tool=TOOL)
     # Quarkus' requests waiting for a DB connection read from its reactive pool's own waiters on PostgreSQL too
     # (its pool a PgPoolImpl: apps/quarkus Metrics.waitingGauge), not from the binder's gauge, which drifts below
     # zero; the app's log says so where it falls back.
@@ -101,10 +104,11 @@ def test_techempowers_database_tests_run_judged_with_their_query_counts(postgres
     before = run_dirs()
     # 20 req/s: /queries and /updates are 21 statements a request, and this lab's 2 cores are shared with the SSH
     # lab's runs in CI (spring-webflux's /updates reached 6 of 50 req/s beside a contract suite and a unit suite).
-    done = run_make("bench", f"APP={app}", f"SCENARIO={scenario}", "RATE=20", "DURATION=10s", "WARMUP=5s", ON_POSTGRESQL)
+    done = run_make("bench", f"APP={app}", f"SCENARIO={scenario}", "RATE=20", "DURATION=10s", "WARMUP=5s", f"TOOL={TOOL}",
+                    ON_POSTGRESQL)
     created = sorted(run_dirs() - before)
     assert len(created) == 1, tail(done.stdout, 60)
-    assert_complete_without_errors(app, scenario, created[0], rate=20)
+    assert_complete_without_errors(app, scenario, created[0], rate=20, tool=TOOL)
     # Counted on the server and within the verify's tolerance of the scenario's counts (half a statement: one more
     # or one fewer a request fails), as TechEmpower's verify counts them in pg_stat_statements.
     (checked,) = read_json(RESULTS / created[0] / "verify.json")["types"]
