@@ -1,11 +1,8 @@
-"""A run that fails mid-way is marked incomplete, closes its run window and never leaves a netem
-delay on the db host. The failure: a measured phase that overruns its time limit
-(bench_phase_grace_s < 0), a real failure path of the bench with no test hook in it. And an app
-that breaks the contract is refused by the verify phase before any load, and one whose JVM does not start
-fails its deploy with its own error. A run interrupted with
+"""An app that breaks the contract is refused by the verify phase before any load, and one whose JVM does not
+start fails its deploy with its own error. A delay is refused on a kernel without netem. A run interrupted with
 Ctrl-C in its measured phase leaves its generator running: the next run stops it first, says so,
-and measures alone. A host gone is named before a run opens. (Faults in the measured phase, and the
-results directory full: tests/fault_runs, which make test runs on the SSH lab.)"""
+and measures alone. A host gone is named before a run opens. (A run that fails mid-way, faults in the measured
+phase, and the results directory full: tests/fault_runs, which make test runs on the SSH lab.)"""
 from __future__ import annotations
 
 import json
@@ -21,44 +18,12 @@ import pytest
 import yaml
 
 from bench_helpers import INVENTORY, RESULTS, ROOT, loadgen_lock, new_run_dir, on_host, read_json, run_dirs, run_make, tail
-from labkit import lab_lock
-
-
-def _netem_works() -> bool:
-    probe = on_host("db[0]", "tc qdisc add dev lo root netem delay 0ms && tc qdisc del dev lo root && echo netem-ok || true")
-    return "netem-ok" in probe
-
-
-def _failed_run(*variables: str) -> tuple[str, dict[str, str]]:
-    before = run_dirs()
-    done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=50", "DURATION=10s", "WARMUP=0s",
-                    "ANSIBLE_ARGS=-e bench_phase_grace_s=-5", *variables)
-    assert done.returncode != 0, tail(done.stdout)
-    status = read_json(new_run_dir(before) / "status.json")
-    return done.stdout, status
-
-
-def test_failed_run_is_marked_incomplete_and_closes_its_window() -> None:
-    output, status = _failed_run()
-    assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
-    # The phase overran its time limit: its async job was stopped (run_phase.yml says so in the bench's words).
-    assert "the measure phase did not complete within the requested time" in status["reason"], status
-    assert "perflab_run.prom" not in on_host("loadgen[0]", "ls /var/lib/prometheus/node-exporter/"), tail(output)
-    assert lab_lock() is None, "the lab's run lock is released once the failure is recorded"
-
-
-def test_failed_run_with_db_delay_removes_the_delay() -> None:
-    if not _netem_works():
-        pytest.skip("this kernel has no netem (sch_netem): test_delay_refused_without_netem covers it")
-    output, status = _failed_run("DB_DELAY_MS=100")
-    assert "Delay the db hosts' packets with netem" in output
-    assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
-    assert "netem" not in on_host("db[0]", "tc qdisc show"), tail(output)
+from labkit import lab_lock, netem_works
 
 
 def test_delay_refused_without_netem() -> None:
-    if _netem_works():
-        pytest.skip("this kernel has netem: test_failed_run_with_db_delay_removes_the_delay covers it")
+    if netem_works():
+        pytest.skip("this kernel has netem: tests/fault_runs' test_failed_run_with_db_delay_removes_the_delay covers it")
     before = run_dirs()
     done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "DB_DELAY_MS=100", timeout=600)
     assert done.returncode != 0

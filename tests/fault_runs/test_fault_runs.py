@@ -1,5 +1,5 @@
-"""Faults in a run's measured phase end in a verdict that names them: the DB stopped, the app's JVM
-killed, Prometheus stopped. A results directory too small or read-only is refused before the run, and
+"""A run that fails mid-way is marked incomplete, closes its window and leaves no netem delay. Faults in a run's
+measured phase end in a verdict that names them: the DB stopped, the app's JVM killed, Prometheus stopped. A results directory too small or read-only is refused before the run, and
 one that fills up mid-run is recorded. What they assert is what the run recorded of its fault, not a
 figure a busy machine would change: make test runs them on the SSH lab (PERFLAB_TEST_LAB=ssh), beside
 the local lab's share, whose tests judge figures; make test-bench on any lab."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit import (INVALID_LINE, in_measured_phase, invalid_said, judged, lab_lock, loadgen_lock, make, new_run_dir, on_host, read_json,
-                    run_dirs, tail)
+from labkit import (INVALID_LINE, in_measured_phase, invalid_said, judged, lab_lock, loadgen_lock, make, netem_works, new_run_dir,
+                    on_host, read_json, run_dirs, tail)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,6 +36,36 @@ def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tupl
 
 def _rules(run: Path) -> dict[str, dict[str, str]]:
     return {rule["rule"]: rule for rule in read_json(run / "audit.json")["rules"]}
+
+
+# A run that fails mid-way is marked incomplete, closes its run window and never leaves a netem delay on the db
+# host. The failure: a measured phase that overruns its time limit (bench_phase_grace_s < 0), a real failure path
+# of the bench with no test hook in it.
+def _failed_run(*variables: str) -> tuple[str, dict[str, str]]:
+    before = run_dirs()
+    done = make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=50", "DURATION=10s", "WARMUP=0s",
+                "ANSIBLE_ARGS=-e bench_phase_grace_s=-5", *variables)
+    assert done.returncode != 0, tail(done.stdout)
+    status = read_json(new_run_dir(before) / "status.json")
+    return done.stdout, status
+
+
+def test_failed_run_is_marked_incomplete_and_closes_its_window() -> None:
+    output, status = _failed_run()
+    assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
+    # The phase overran its time limit: its async job was stopped (run_phase.yml says so in the bench's words).
+    assert "the measure phase did not complete within the requested time" in status["reason"], status
+    assert "perflab_run.prom" not in on_host("loadgen[0]", "ls /var/lib/prometheus/node-exporter/"), tail(output)
+    assert lab_lock() is None, "the lab's run lock is released once the failure is recorded"
+
+
+def test_failed_run_with_db_delay_removes_the_delay() -> None:
+    if not netem_works():
+        pytest.skip("this kernel has no netem (sch_netem): tests/bench_runs' test_delay_refused_without_netem covers it")
+    output, status = _failed_run("DB_DELAY_MS=100")
+    assert "Delay the db hosts' packets with netem" in output
+    assert status["status"] == "incomplete" and status["failed_step"] == "the run", status
+    assert "netem" not in on_host("db[0]", "tc qdisc show"), tail(output)
 
 
 def test_the_db_stopped_mid_run_is_invalid_with_its_errors_and_the_outage_named() -> None:
