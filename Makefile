@@ -422,9 +422,8 @@ echo "$@: the rest exited $$here, the SSH lab's tests (lines 'ssh-lab | ') $$ssh
 [ $$here -eq 0 ] && [ $$ssh -eq 0 ]
 endef
 # make test: lint and the unit, report and contract tests in the background too, two at a time, each one's
-# output whole when it ends (their exit status in CHECKS_STATUS), beside the local lab's bad-input tests,
-# its lab-up from nothing, which mostly wait on apt and debootstrap, and its tests that send no load
-# (tests/conftest.py BEFORE_THE_RUNS: the bench's refusals and failures before any load). The local lab's first run waits
+# output whole when it ends (their exit status in CHECKS_STATUS), beside the local lab's bad-input tests
+# and its lab-up from nothing, which mostly wait on apt and debootstrap. The local lab's first run waits
 # for CHECKS_STATUS and SSH_LAB_UP_DONE (PERFLAB_TEST_LAB_WAITS_FOR, tests/conftest.py): a run measured
 # while the unit tests or the SSH lab's lab-up take both cores would judge that, not the app.
 # The tests that run make themselves (make history, deploy, report) get none of this make's flags

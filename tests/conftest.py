@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import sshlab
-from labkit import (BEFORE_THE_FIRST_RUN, INVENTORY, REUSE_LAB, ROOT, SENDS_NO_LOAD, SHORT_RUN, SSH_LAB, judged,
-                    local_lab_session, make, new_run_dir, read_json, run_dirs, tail)
+from labkit import (BEFORE_THE_FIRST_RUN, INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, judged, local_lab_session, make,
+                    new_run_dir, read_json, run_dirs, tail)
 
 
 @pytest.fixture(scope="session")
@@ -101,16 +101,6 @@ def short_run(lab: str) -> Path:
 # after the rest (it waits for the local lab's share to end: labkit.after_the_local_lab);
 # the lifecycle tests end with lab-down (on the SSH lab, its own lab-down test).
 FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py", "tests/lab/test_monitoring.py")
-# Then, under make test while the checks beside the lab still take the cores, the tests that send no load: their
-# bench is refused or fails before any load (labkit.SENDS_NO_LOAD), so they judge no figure and need no quiet
-# machine. They were 4 min of the local lab's share after its wait (a CI simulation: 3.2 min of that wait idle).
-BEFORE_THE_RUNS = ("tests/bench_runs/test_bench_bad_input.py",
-                   "tests/bench_runs/test_bench_failure.py::test_delay_refused_without_netem",
-                   "tests/bench_runs/test_bench_failure.py::test_an_app_with_an_extra_select_per_request_is_refused",
-                   "tests/bench_runs/test_bench_failure.py::test_an_app_whose_jvm_does_not_start",
-                   "tests/bench_runs/test_bench_failure.py::test_a_host_gone_is_named",
-                   "tests/bench_runs/test_manifest_apps.py::test_an_artifact_that_does_not_start",
-                   "tests/sweep_lab/test_sweep_lab.py::test_bad_rates_are_refused_before_any_run")
 THEN = ("tests/watch/",)
 # Right before it: what fills the SSH lab's wait for the local lab's share (the lock test waits for it).
 BEFORE_THE_WAIT = ("tests/ssh_lab/test_ssh_lab_scrape.py",)
@@ -121,24 +111,12 @@ LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 def _lab_order(item: pytest.Item) -> int:
     path = item.nodeid.split("::")[0]
     if item.nodeid.startswith(AFTER_THE_REST):
-        return 5
-    if item.nodeid.startswith(BEFORE_THE_RUNS):
-        return 1
-    return 0 if path in FIRST else 2 if path.startswith(THEN) else 4 if path in BEFORE_THE_WAIT else 6 if path in LAST else 3
+        return 4
+    return 0 if path in FIRST else 1 if path.startswith(THEN) else 3 if path in BEFORE_THE_WAIT else 5 if path in LAST else 2
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_lab_order)
-
-
-@pytest.fixture(autouse=True)
-def _sends_no_load(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test of BEFORE_THE_RUNS runs its bench without waiting for the lab's first run's quiet (labkit.make)."""
-    SENDS_NO_LOAD[0] = request.node.nodeid.startswith(BEFORE_THE_RUNS)
-    try:
-        yield
-    finally:
-        SENDS_NO_LOAD[0] = False
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:

@@ -35,15 +35,12 @@ SHORT_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WA
 # lab to end; the lab's other tests run meanwhile).
 RUN_TARGETS = frozenset({"bench", "compare", "sweep", "reproduce"})
 BEFORE_THE_FIRST_RUN: list[Callable[[], None]] = []
-# True while a test runs that sends no load (conftest.py: BEFORE_THE_RUNS, its bench refused or failed before any
-# load): its make waits for nothing, and it fills the wait of the lab's first run.
-SENDS_NO_LOAD = [False]
 
 
 def make(target: str, *variables: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     """`make TARGET INVENTORY=<the test lab> VAR=...` (an INVENTORY= among VARIABLES wins); stdout and
     stderr together in .stdout. A run (RUN_TARGETS) first waits for BEFORE_THE_FIRST_RUN, once."""
-    if target in RUN_TARGETS and not SENDS_NO_LOAD[0]:
+    if target in RUN_TARGETS:
         while BEFORE_THE_FIRST_RUN:
             BEFORE_THE_FIRST_RUN.pop(0)()
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PERFLAB_RESULTS_DIR=str(RESULTS))
