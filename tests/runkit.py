@@ -1,5 +1,5 @@
 """A run that proves an app serves a workload: a short wrk2 run (TOOL=auto: wrk2, built from CI's
-mirror), verified against the scenario's contract first, complete, every request answered without an
+mirror; vegeta where a test asks, as the PostgreSQL runs do), verified against the scenario's contract first, complete, every request answered without an
 error at the offered rate. Shared by the local lab's bench tests (tests/bench_runs) and the SSH
 lab's matrix (tests/matrix_lab): together they run every app of the project on every scenario."""
 from __future__ import annotations
