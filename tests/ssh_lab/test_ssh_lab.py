@@ -149,12 +149,16 @@ def two_loadgen_hosts_send_one_vegeta_run_merged_exactly(inventory: str, prometh
     shares = {share["host"]: share["requests"] for share in result["loadgen_shares"]}
     assert per_host == shares, (per_host, shares)
     assert result["requests"] == sum(per_host.values()), (result["requests"], per_host)
-    # A host that kept up sent its half of the rate for the whole phase. One that waited for the CPU fell
-    # behind and sent fewer, which the verdict names (judged_on_both_hosts): a CI simulation's hosts sent 163
-    # and 161 of 250 each, vegeta's workers busy with answers 0.5 s late, "short of its share: loadgen1, loadgen2".
+    # Each host sent at most its half of the rate over the phase, never more. vegeta's pacer stops at -duration
+    # and the ticks it was behind on by then are not sent: a host that waited for the CPU sends fewer. A few
+    # (CI's stop 46: 247 and 248 of 250, the verdict VALID) is a pacer a tenth of a second late at its end,
+    # within the rule's minimum; many is a host short of its share, which the verdict names
+    # (judged_on_both_hosts): a CI simulation's hosts sent 163 and 161 of 250, "short of its share".
+    share = RATE // 2 * int(DURATION.removesuffix("s"))
+    assert all(count <= share for count in per_host.values()), (share, per_host)
     rules = {rule["rule"]: rule for rule in read_json(run_dir / "audit.json")["rules"]}
     if rules["achieved_rate"]["status"] == "VALID":
-        assert per_host == {host: RATE // 2 * 10 for host in LOADGENS}, per_host
+        assert all(count >= MIN_ACHIEVED * share for count in per_host.values()), (share, per_host)
 
 
 def test_lab_up_scrapes_every_host_and_again_changes_nothing_over_ssh(addresses: dict[str, str]) -> None:
