@@ -805,7 +805,8 @@ def same_db_work(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult
 
 
 def jit_quiet(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
-    """JIT compilation still busy in the measured window: WARN."""
+    """JIT compilation still busy in the measured window: WARN. Its seconds are the app's own counter's
+    (jvm_compilation_time_ms_total), or where it exports none, its CPU profile's (collect.with_profiled_jit)."""
     name = "jit_quiet"
     if obs.jit_compile_s is None:
         return _result(name, Status.NOT_EVALUATED, _not_observed(obs, "jit_compile_s", what="on JIT compilation"))
@@ -815,6 +816,7 @@ def jit_quiet(run: RunResult, obs: Observations, t: Thresholds) -> RuleResult:
     evidence = (
         f"JIT compiled for {obs.jit_compile_s:g} s in the {run.duration_s:g} s window ({fraction:.2%}; "
         f"maximum {t.max_jit_compile_fraction.value:.0%})"
+        + (f", counted by {obs.jit_counted_by}" if obs.jit_counted_by else "")
     )
     return _result(name, Status.WARN if fraction > t.max_jit_compile_fraction.value else Status.VALID, evidence)
 

@@ -536,6 +536,34 @@ def with_warmup_end(observations: Observations, run_dir: Path) -> Observations:
     return replace(observations, warmup_end=end)
 
 
+def profile_mode(run_dir: Path) -> str:
+    """What the run's profile sampled ("cpu (perf_events)", profile-window.json's), or "" where it does not say."""
+    try:
+        return rundir.read_profile_mode(run_dir) if (run_dir / rundir.PROFILE_WINDOW).exists() else ""
+    except RunFileError:
+        return ""
+
+
+def with_profiled_jit(observations: Observations, summary: profile.ProfileSummary | None, mode: str,
+                      duration_s: float) -> Observations:
+    """The observations with the JIT's seconds in the window from the app's CPU profile, where the app exports no
+    compile time (jit_compile_s None: Quarkus, TechEmpower's apps): its JIT compiler threads' share of the samples
+    times the CPU its service used over the window. A CPU profile samples by CPU time, so the share is one of its
+    CPU. Any other mode (alloc, lock, wall), or no service CPU observed, leaves them as they were."""
+    if observations.jit_compile_s is not None or summary is None or not summary.samples or not mode.startswith("cpu "):
+        return observations
+    cores = (observations.service_cpu or {}).get("app")
+    if cores is None or duration_s <= 0:
+        return observations
+    jit = next((entry for entry in summary.layers if entry.layer == "jit"), None)
+    share = jit.samples / summary.samples if jit is not None else 0.0
+    cpu_s = cores * duration_s
+    unobserved = {key: why for key, why in observations.unobserved.items() if key != "jit_compile_s"}
+    return replace(observations, jit_compile_s=round(share * cpu_s, 3), unobserved=unobserved,
+                   jit_counted_by=(f"the app's profile, {mode}: its JIT compiler threads {share:.0%} of its "
+                                   f"{summary.samples} samples, of {cpu_s:.1f} CPU-s"))
+
+
 def utilization_of(run_dir: Path) -> Utilization | None:
     """utilization.json as _observations wrote it (each tier's busy cores every scrape, for the attribution's
     stretches); None where Prometheus had none."""
@@ -605,11 +633,13 @@ def collect(run_dir: Path, prometheus_url: str) -> str:
         timeseries_note = write_timeseries(run_dir, files, host_rates(inputs), run.duration_s, run.warmup_s, attacks)
 
     observations = with_warmup_end(observations, run_dir)
+    app_profile, profile_note = profile_of(run_dir)
+    if app_profile is not None:
+        observations = with_profiled_jit(observations, app_profile, profile_mode(run_dir), result.duration_s)
     rundir.write_observations(run_dir, observations)
     utilization = utilization_of(run_dir)
     verdict = audit.audit(result, observations, db_stretches=attribution.db_stretches(utilization))
     rundir.write_audit(run_dir, verdict)
-    app_profile, profile_note = profile_of(run_dir)
     found = attribution.attribute(result, observations, utilization=utilization)
     if app_profile is not None:
         found = attribution.with_app_layers(found, app_profile.layers)

@@ -301,6 +301,9 @@ def test_an_app_driven_past_its_cpu_reads_all_of_it_over_exactly_the_window(past
     assert found["limiting_tier"] == "app", found["sentence"]
     assert re.search(r"; the app's samples \(flamegraph\.html\): \d+% [^,]+(, \d+% [^,]+){0,2}\.$", found["sentence"]), found["sentence"]
     assert found["app_layers"] and found["app_layers"][0]["samples"] >= found["app_layers"][-1]["samples"], found["app_layers"]
+    # Quarkus exports no JIT time (the short run's jit_quiet: not evaluated); its CPU profile gives it one.
+    jit = {rule["rule"]: rule for rule in read_json(run_dir / "audit.json")["rules"]}["jit_quiet"]
+    assert jit["status"] in ("VALID", "WARN") and ", counted by the app's profile, cpu (" in jit["evidence"], jit
 
 
 PROFILE_FILES = ("flamegraph.html", "profile.collapsed", "profile-window.json", "profile-summary.json")
