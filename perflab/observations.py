@@ -187,8 +187,8 @@ class Observations:
     requests_counted_by: str | None = None
     jit_compile_s: float | None = None  # JIT compile time inside the measured window
     # Who counted it where the app exports no compile time (jvm_compilation_time_ms_total): its profile over the
-    # window, e.g. "the app's profile: its JIT compiler threads 37% of its samples, of 13.7 CPU-s". None: the
-    # app's own counter (and in observations written before).
+    # window, e.g. "the app's profile, cpu (perf_events): its JIT compiler threads 25% of its 95 samples, of 2.8
+    # CPU-s" (perflab.collect.with_profiled_jit). None: the app's own counter (and in observations written before).
     jit_counted_by: str | None = None
     app_max_rss_bytes: float | None = None  # the app's largest resident memory in the window
     cpus_busy: dict[str, float] | None = None  # tier -> fraction of its CPUs busy, any process

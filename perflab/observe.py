@@ -77,6 +77,9 @@ TAIL_REQUESTS = 10
 
 # Micrometer's JvmCompilationMetrics (Spring Boot binds it; Quarkus does not).
 JIT_METRIC = "jvm_compilation_time_ms_total"
+# Why jit_compile_s is unobserved for an app without it ("the app quarkus does not export ..."): what
+# perflab.collect.with_profiled_jit fills from a CPU profile, and only that (never a counter reset).
+NO_JIT_METRIC = f"does not export {JIT_METRIC}"
 
 # The start time of the app's JVM: process-exporter's group app-java (roles/process_exporter's
 # process_exporter_groups) on the app host. An empty group reports Go's zero time (a large
@@ -573,7 +576,7 @@ class Observer:
             return
         delta = self._delta(f'sum({JIT_METRIC}{{job="app",application="{self.app}"}})')
         if delta is None:
-            self.found.unobserved["jit_compile_s"] = f"the app {self.app} does not export {JIT_METRIC}"
+            self.found.unobserved["jit_compile_s"] = f"the app {self.app} {NO_JIT_METRIC}"
         else:
             self.found = replace(self.found, jit_compile_s=delta / 1000.0)
 

@@ -388,7 +388,8 @@ def test_the_jit_of_an_app_that_exports_no_compile_time_is_read_from_its_cpu_pro
     assert summary is not None
     jit = next(entry for entry in summary.layers if entry.layer == "jit")
     assert jit.samples > 0
-    unseen = Observations(service_cpu={"app": 0.5}, unobserved={"jit_compile_s": "the app quarkus does not export it"})
+    no_metric = {"jit_compile_s": f"the app quarkus {observe.NO_JIT_METRIC}"}
+    unseen = Observations(service_cpu={"app": 0.5}, unobserved=no_metric)
     found = collect.with_profiled_jit(unseen, summary, "cpu (ctimer)", 30.0)
     assert found.jit_compile_s == pytest.approx(jit.samples / summary.samples * 0.5 * 30.0, abs=1e-3)
     assert "jit_compile_s" not in found.unobserved
@@ -398,12 +399,15 @@ def test_the_jit_of_an_app_that_exports_no_compile_time_is_read_from_its_cpu_pro
     # What the rule reads, and says where it came from.
     rule = audit.jit_quiet(replace(STEADY, duration_s=30.0), found, audit.THRESHOLDS)
     assert rule.status == audit.Status.WARN and rule.evidence.endswith(f", counted by {found.jit_counted_by}")
-    # The app's own counter stays the figure; a profile of something else than CPU, or no CPU of the app's
-    # service observed, gives none.
+    # The app's own counter stays the figure; its counters reset (its JVM restarted in the window), a profile of
+    # something else than CPU, or no CPU of the app's service observed, gives none.
     counted = Observations(service_cpu={"app": 0.5}, jit_compile_s=0.2)
     assert collect.with_profiled_jit(counted, summary, "cpu (ctimer)", 30.0) == counted
+    restarted = Observations(service_cpu={"app": 0.5},
+                             unobserved={"jit_compile_s": "the app's counters reset in the window"})
+    assert collect.with_profiled_jit(restarted, summary, "cpu (ctimer)", 30.0) == restarted
     assert collect.with_profiled_jit(unseen, summary, "alloc (alloc)", 30.0) == unseen
     assert collect.with_profiled_jit(unseen, summary, "wall (wall)", 30.0) == unseen
-    no_cpu = Observations(unobserved={"jit_compile_s": "the app quarkus does not export it"})
+    no_cpu = Observations(unobserved=no_metric)
     assert collect.with_profiled_jit(no_cpu, summary, "cpu (ctimer)", 30.0) == no_cpu
     assert collect.with_profiled_jit(unseen, None, "cpu (ctimer)", 30.0) == unseen
