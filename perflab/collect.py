@@ -547,12 +547,13 @@ def profile_mode(run_dir: Path) -> str:
 def with_profiled_jit(observations: Observations, summary: profile.ProfileSummary | None, mode: str,
                       duration_s: float) -> Observations:
     """The observations with the JIT's seconds in the window from the app's CPU profile, where the app exports no
-    compile time (Quarkus, TechEmpower's apps): its JIT compiler threads' share of the samples times the CPU its
-    service used over the window. A CPU profile samples by CPU time, so the share is one of its CPU. Any other mode
-    (alloc, lock, wall), no service CPU observed, or a JIT time unobserved for another reason (the app's counters
-    reset: its JVM restarted in the window) leaves them as they were."""
+    compile time (Quarkus) or no metrics at all (TechEmpower's apps): its JIT compiler threads' share of the
+    samples times the CPU its service used over the window. A CPU profile samples by CPU time, so the share is one
+    of its CPU. Any other mode (alloc, lock, wall), no service CPU observed, or a JIT time unobserved for another
+    reason (the app's counters reset: its JVM restarted in the window) leaves them as they were."""
     why = observations.unobserved.get("jit_compile_s", "")
-    if not why.endswith(observe.NO_JIT_METRIC) or summary is None or not summary.samples or not mode.startswith("cpu "):
+    exports_none = why.endswith(observe.NO_JIT_METRIC) or why.startswith(observe.NO_APP_METRICS)
+    if not exports_none or summary is None or not summary.samples or not mode.startswith("cpu "):
         return observations
     cores = (observations.service_cpu or {}).get("app")
     if cores is None or duration_s <= 0:

@@ -80,6 +80,9 @@ JIT_METRIC = "jvm_compilation_time_ms_total"
 # Why jit_compile_s is unobserved for an app without it ("the app quarkus does not export ..."): what
 # perflab.collect.with_profiled_jit fills from a CPU profile, and only that (never a counter reset).
 NO_JIT_METRIC = f"does not export {JIT_METRIC}"
+# Why every figure of the app's own metrics is unobserved for an app Prometheus does not scrape (no metrics
+# endpoint in its manifest: TechEmpower's apps, PetClinic); with_profiled_jit fills the JIT's from a profile.
+NO_APP_METRICS = "the app's own metrics are unobserved"
 
 # The start time of the app's JVM: process-exporter's group app-java (roles/process_exporter's
 # process_exporter_groups) on the app host. An empty group reports Go's zero time (a large
@@ -797,7 +800,7 @@ def observe(prometheus: Prometheus, window: Window, app: str,
     read(APP_METRIC_FIGURES, lambda: scraped.append(observer.scraped()))
     app_unobserved = None
     if scraped == [False]:
-        app_unobserved = (f"the app's own metrics are unobserved: Prometheus' app job has no target for {app} "
+        app_unobserved = (f"{NO_APP_METRICS}: Prometheus' app job has no target for {app} "
                           "(an app whose manifest declares no metrics endpoint is not scraped)")
         for name in APP_METRIC_FIGURES:
             observer.found.unobserved[name] = app_unobserved

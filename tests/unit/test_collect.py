@@ -396,6 +396,11 @@ def test_the_jit_of_an_app_that_exports_no_compile_time_is_read_from_its_cpu_pro
     assert found.jit_counted_by == (f"the app's profile, cpu (ctimer): its JIT compiler threads "
                                     f"{jit.samples / summary.samples:.0%} of its {summary.samples} samples, of 15.0 CPU-s")
     assert Observations.from_json(found.to_json()) == found
+    # An app Prometheus does not scrape at all (TechEmpower's: no metrics endpoint) the same.
+    unscraped = {"jit_compile_s": f"{observe.NO_APP_METRICS}: Prometheus' app job has no target for tfb-spring"}
+    bare = collect.with_profiled_jit(Observations(service_cpu={"app": 0.5}, unobserved=unscraped), summary,
+                                     "cpu (perf_events)", 30.0)
+    assert bare.jit_compile_s == found.jit_compile_s and bare.jit_counted_by, bare
     # What the rule reads, and says where it came from.
     rule = audit.jit_quiet(replace(STEADY, duration_s=30.0), found, audit.THRESHOLDS)
     assert rule.status == audit.Status.WARN and rule.evidence.endswith(f", counted by {found.jit_counted_by}")
