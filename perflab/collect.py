@@ -561,7 +561,7 @@ def with_profiled_jit(observations: Observations, summary: profile.ProfileSummar
     jit = next((entry for entry in summary.layers if entry.layer == "jit"), None)
     share = jit.samples / summary.samples if jit is not None else 0.0
     cpu_s = cores * duration_s
-    unobserved = {key: why for key, why in observations.unobserved.items() if key != "jit_compile_s"}
+    unobserved = {key: reason for key, reason in observations.unobserved.items() if key != "jit_compile_s"}
     return replace(observations, jit_compile_s=round(share * cpu_s, 3), unobserved=unobserved,
                    jit_counted_by=(f"the app's profile, {mode}: its JIT compiler threads {share:.0%} of its "
                                    f"{summary.samples} samples, of {cpu_s:.1f} CPU-s"))
