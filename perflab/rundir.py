@@ -382,6 +382,9 @@ class VerifyPlanExpect:
     statements_by: str | None  # "the scenario" or "the contract"; None: not judged
     statements_doc: str | None  # the file that says so
     statements_not_counted: str | None  # why they are not judged
+    # The rows per request each kind's statements return (select) or write, by kind, every kind (kinds the
+    # scenario leaves out are 0): judged where the DB counts them by statement (PostgreSQL); None: not judged.
+    rows: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -395,6 +398,10 @@ class VerifyPlanExpect:
         if self.statements_max and (self.statements is None or any(
                 high < self.statements[kind] for kind, high in self.statements_max.items())):
             raise ValueError("statements_max: an upper bound of statements at or above its lower bound")
+        if self.rows is not None and (sorted(self.rows) != sorted(STATEMENT_KINDS) or not all(
+                math.isfinite(n) and n >= 0 for n in self.rows.values())):
+            raise ValueError(f"rows: a number >= 0 for each of {', '.join(STATEMENT_KINDS)} and no other, "
+                             "or null (not judged)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -427,10 +434,11 @@ class VerifyPlan:
     # media_type, json_field and body_pattern; expect.contract null off the contract).
     # 3: a kind's statements may be a range (expect.statements_max); the body's shape (expect.json_object,
     # json_array, html_table).
+    # 4: the rows of each kind's statements (expect.rows; the results' "<kind>_rows" counters on PostgreSQL).
     VERSION_FIELD: ClassVar[str] = "version"
 
     format: Literal["perflab-verify-plan"]
-    version: int = 3
+    version: int = 4
     scenario: str
     scenario_file: str  # as the messages name it: relative to the checkout when it is in it
     parameters: dict[str, str]  # the scenario's parameters as run (--set, else their defaults)
@@ -472,6 +480,10 @@ class VerifyCheck:
     answers_shown: tuple[dict[str, Any], ...]  # a few answers as verify_app.py received them, bodies cut short
     # The upper bound of the kinds the scenario gives as a range (absent in verify.json before ranges were).
     expected_statements_max: dict[str, float] = field(default_factory=dict)
+    # The rows per request the scenario gives, by kind ({}: not judged), and each burst's where the DB counts
+    # them by statement (PostgreSQL; () elsewhere, and in verify.json before rows were).
+    expected_rows_per_request: dict[str, float] = field(default_factory=dict)
+    rows_per_request: tuple[dict[str, float], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

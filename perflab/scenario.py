@@ -214,7 +214,10 @@ class StatementRange:
 class Request:
     """One kind of request: its name (the operation the tools count), its share of the mix, and
     what is sent; `statements` are the DB statements per request the app's contract allows, by
-    kind (select, insert, update, delete), each a count or a range, which the verify phase counts."""
+    kind (select, insert, update, delete), each a count or a range, which the verify phase counts;
+    `rows` the rows per request those statements return (select) or write (the others), by kind,
+    which the verify phase counts where the DB counts rows by statement (PostgreSQL), within
+    TechEmpower's margins (perflab/verify.py)."""
 
     name: str
     weight: float
@@ -224,6 +227,7 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     body: Body | None = None
     statements: dict[str, float | StatementRange] | None = None
+    rows: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -531,6 +535,13 @@ def _request_problems(scenario: Scenario, where: str, request: Request, names: s
                 yield f"{where}.statements.{kind}.max", f"{count.max:g} is below min ({count.min:g}); allowed: min or more"
         elif not (math.isfinite(count) and count >= 0):
             yield f"{where}.statements.{kind}", f"{count:g} is out of range; allowed: 0 or more per request"
+    if request.rows is not None and request.statements is None:
+        yield f"{where}.rows", "needs statements beside it: the verify counts rows with the statements they come from"
+    for kind, count in (request.rows or {}).items():
+        if kind not in STATEMENT_KINDS:
+            yield f"{where}.rows.{kind}", f"unknown kind; allowed: {', '.join(STATEMENT_KINDS)}"
+        elif not (math.isfinite(count) and count >= 0):
+            yield f"{where}.rows.{kind}", f"{count:g} is out of range; allowed: 0 or more per request"
 
 
 def _expect_problems(where: str, expect: Expect) -> Iterator[tuple[str, str]]:

@@ -33,9 +33,14 @@ TechEmpower's `verify`, in the lab. Three steps, two of them here:
           else the contract's count for the route and status (apps/contract/README.md,
           perflab/observe.py's CONTRACT_STATEMENTS); else none: the type's statements are not
           judged (its line says so), its answers still are.
+        - the rows of those statements per request, by kind: the request's `rows` (a SELECT's rows
+          read, the others' rows written), judged where the DB counts rows by statement (PostgreSQL's
+          pg_stat_statements; the line says where it does not) within TechEmpower's margins
+          (ROWS_SHORT, ROWS_SHORT_BULK, ROWS_OVER).
   roles/bench/files/verify_app.py < PLAN.json > RESULTS.json
       On the first db host (stdlib only): per type a warm-up, then bursts of requests each after an
-      idle interval, the server's statement counters (Com_*, pg_stat_statements) read around both; every answer and the deltas.
+      idle interval, the server's statement counters (Com_*, pg_stat_statements; there their rows too) read
+      around both; every answer and the deltas.
   perflab verify check PLAN.json RESULTS.json --output verify.json
       On the controller: one line per type, ok or the failing check; exit 1 with the first failing
       check in one line on stderr when any fails.
@@ -102,11 +107,23 @@ TIMEOUT_S = 10.0
 MAX_BODY_BYTES = 65536
 # Statements per request a burst may be off the expected count (see the docstring).
 TOLERANCE = 0.5
+# The rows per request of a kind's statements may be this share fewer than the scenario's count, or more:
+# TechEmpower's verify's margins (their verifications.py, verify_queries_count): rows read or written 1% short
+# ("the margin related to the database applies (1% by default)"), 5% short where the writes are bulk (the
+# kind's statements a range here: one UPDATE for N rows, whose random ids may repeat), and "excessively
+# high" past 5% over. A kind the scenario gives no rows for is 0, and may be off by TOLERANCE rows a request.
+ROWS_SHORT = 0.01
+ROWS_SHORT_BULK = 0.05
+ROWS_OVER = 0.05
 # Requests of the sequence the plan reads at most to find enough requests of every type.
 SEQUENCE_CAP = 200_000
 # How much of a body verify.json keeps per answer shown.
 SHOWN_BODY_CHARS = 1024
 KINDS = STATEMENT_KINDS
+# The results' counters of the rows of each kind's statements, where the DB counts them (verify_app.py).
+ROW_COUNTERS = {kind: f"{kind}_rows" for kind in KINDS}
+# What a kind's statements do to their rows, in the verify's lines.
+ROWS_VERB = {"select": "read", "insert": "inserted", "update": "updated", "delete": "deleted"}
 
 
 class VerifyInputError(Exception):
@@ -283,6 +300,7 @@ def _type_plan(api: OpenApi | None, request: scenarios.Request, name: str, file:
             json_array=request.expect.json_array, html_table=request.expect.html_table,
             statements=statements, statements_max=statements_max, statements_by=said_by, statements_doc=doc,
             statements_not_counted=not_counted,
+            rows=None if request.rows is None else {kind: float(request.rows.get(kind, 0)) for kind in KINDS},
         ),
         warmup=tuple(warmup),
         bursts=tuple(tuple(measured[start:start + burst]) for start in range(0, len(measured), burst)),
@@ -309,6 +327,7 @@ class Expected:
     statements_by: str  # "the scenario" or "the contract"
     statements_doc: str  # the file that says so
     not_counted: str  # why the statements are not judged
+    rows: dict[str, float] | None = None  # the rows per request of each kind's statements; None: not judged
 
 
 @dataclass
@@ -322,6 +341,9 @@ class TypeVerdict:
     shown: list[dict[str, Any]] = field(default_factory=list)  # a few answers, bodies cut short
     by_contract: bool = False  # the contract's checks applied to the answers
     not_counted: str = ""  # why the statements are not judged
+    expected_rows: dict[str, float] = field(default_factory=dict)  # empty: the rows are not judged
+    rows_per_request: list[dict[str, float]] = field(default_factory=list)  # each burst's, where the DB counts them
+    rows_short: dict[str, float] = field(default_factory=dict)  # each kind's margin below its rows
 
     @property
     def line(self) -> str:
@@ -332,7 +354,35 @@ class TypeVerdict:
         if not self.expected:
             return f"verify: {self.name} ok: {answers} {said}; statements not counted: {self.not_counted}"
         statements = ", ".join(f"{self.per_request_best[k]:.2f} {k}" for k in KINDS)
-        return f"verify: {self.name} ok: {answers} {said}; statements per request {statements}"
+        return f"verify: {self.name} ok: {answers} {said}; statements per request {statements}{self.rows_text}"
+
+    @property
+    def rows_text(self) -> str:
+        """The line's part on rows: those of the kinds the scenario gives rows for, or why they are not counted."""
+        if not self.expected_rows:
+            return ""
+        if not self.rows_per_request:
+            return "; rows not counted: the DB counts none by statement (PostgreSQL's pg_stat_statements does)"
+        best = self.rows_best
+        given = [kind for kind in KINDS if self.expected_rows[kind]] or list(KINDS)
+        return "; rows per request " + ", ".join(f"{best[kind]:.2f} {ROWS_VERB[kind]}" for kind in given)
+
+    @property
+    def rows_best(self) -> dict[str, float]:
+        """The burst whose rows are nearest the scenario's (any is within the margins when one is)."""
+        return min(self.rows_per_request, key=lambda figures: max(self.rows_off_by(figures, k) for k in KINDS))
+
+    def rows_bounds(self, kind: str) -> tuple[float, float]:
+        """The rows per request of a kind that pass: TechEmpower's margins around the scenario's count."""
+        count = self.expected_rows[kind]
+        if not count:
+            return 0.0, TOLERANCE
+        return count * (1 - self.rows_short.get(kind, ROWS_SHORT)), count * (1 + ROWS_OVER)
+
+    def rows_off_by(self, figures: Mapping[str, float], kind: str) -> float:
+        """How far outside its bounds a burst's rows of a kind per request are, relative to the upper one."""
+        low, high = self.rows_bounds(kind)
+        return max(low - figures[kind], figures[kind] - high, 0.0) / high
 
     @property
     def per_request_best(self) -> dict[str, float]:
@@ -355,7 +405,8 @@ class TypeVerdict:
     def to_check(self) -> VerifyCheck:
         return VerifyCheck(name=self.name, ok=self.problem is None, check=self.line, answers=self.answers,
                            expected_statements_per_request=self.expected, expected_statements_max=self.expected_max,
-                           statements_per_request=tuple(self.per_request), answers_shown=tuple(self.shown))
+                           statements_per_request=tuple(self.per_request), answers_shown=tuple(self.shown),
+                           expected_rows_per_request=self.expected_rows, rows_per_request=tuple(self.rows_per_request))
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -365,14 +416,16 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     return value
 
 
-def _counters(data: Any, where: str) -> dict[str, float]:
+def _counters(data: Any, where: str, counters: Mapping[str, str] | None = None) -> dict[str, float]:
+    """Each kind's figure from DATA's counters, COUNTERS naming each kind's (by default the kind: its statements)."""
     if not isinstance(data, Mapping):
         raise VerifyInputError(f"{where}: not an object of counters")
     found = {}
     for kind in KINDS:
-        value = data.get(kind)
+        name = kind if counters is None else counters[kind]
+        value = data.get(name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-            raise VerifyInputError(f"{where}: no number for {kind}")
+            raise VerifyInputError(f"{where}: no number for {name}")
         found[kind] = float(value)
     return found
 
@@ -402,7 +455,7 @@ def expected_of(planned: VerifyPlanType) -> Expected:
         body_pattern=body_pattern, json_object=expect.json_object, json_array=expect.json_array,
         html_table=expect.html_table, statements=expect.statements, statements_max=dict(expect.statements_max),
         statements_by=expect.statements_by or "the plan", statements_doc=expect.statements_doc or "the verify plan",
-        not_counted=expect.statements_not_counted or "the plan gives none",
+        not_counted=expect.statements_not_counted or "the plan gives none", rows=expect.rows,
     )
 
 
@@ -417,9 +470,26 @@ def _shown(response: Mapping[str, Any]) -> dict[str, Any]:
 
 def statements_per_request(attempt: Mapping[str, Any], own: Mapping[str, float], where: str) -> dict[str, float]:
     """One burst's statements per request, less the reader's own and the lab's own at rest."""
+    return _per_request(attempt, own, {kind: kind for kind in KINDS}, where)
+
+
+def rows_per_request(attempt: Mapping[str, Any], own: Any, where: str) -> dict[str, float] | None:
+    """One burst's rows per request of each kind's statements, the same way; None where the results have no
+    rows (the DB counts none by statement: MariaDB/MySQL)."""
+    if not (isinstance(attempt, Mapping) and isinstance(attempt.get("burst"), Mapping)
+            and ROW_COUNTERS["select"] in attempt["burst"]):
+        return None
+    return _per_request(attempt, _counters(own, "the results' own rows per reading", ROW_COUNTERS), ROW_COUNTERS, where)
+
+
+def _per_request(attempt: Mapping[str, Any], own: Mapping[str, float], counters: Mapping[str, str],
+                 where: str) -> dict[str, float]:
+    """Per kind, the burst's delta of its counter less the reader's own and the lab's own at rest (the idle
+    interval's rate over the burst's length), per request."""
     if not isinstance(attempt, Mapping):
         raise VerifyInputError(f"{where}: not an object")
-    idle, burst = _counters(attempt.get("idle"), f"{where} idle"), _counters(attempt.get("burst"), f"{where} burst")
+    idle = _counters(attempt.get("idle"), f"{where} idle", counters)
+    burst = _counters(attempt.get("burst"), f"{where} burst", counters)
     idle_s, burst_s = _field(attempt, "idle_s", (int, float), where), _field(attempt, "burst_s", (int, float), where)
     responses = _field(attempt, "responses", list, where)
     if not (idle_s > 0 and burst_s > 0 and responses):
@@ -611,7 +681,9 @@ def check(plan: VerifyPlan, results: Mapping[str, Any]) -> list[TypeVerdict]:
         name = planned.name
         expected = expected_of(planned)
         verdict = TypeVerdict(name=name, expected=dict(expected.statements or {}), expected_max=expected.statements_max,
-                              by_contract=expected.contract is not None, not_counted=expected.not_counted)
+                              by_contract=expected.contract is not None, not_counted=expected.not_counted,
+                              expected_rows=dict(expected.rows or {}),
+                              rows_short={kind: ROWS_SHORT_BULK for kind in expected.statements_max})
         verdicts.append(verdict)
         got = received.get(name)
         if got is None:
@@ -622,6 +694,9 @@ def check(plan: VerifyPlan, results: Mapping[str, Any]) -> list[TypeVerdict]:
         for index, attempt in enumerate(attempts):
             where = f"the results' {name} burst {index + 1}"
             verdict.per_request.append(statements_per_request(attempt, own, where))
+            rows = rows_per_request(attempt, results.get("own"), where) if verdict.expected_rows else None
+            if rows is not None:
+                verdict.rows_per_request.append(rows)
             _check_answers(verdict, expected, attempt["responses"], plan.base_url, plan.scenario_file, where)
             verdict.shown.append(_shown(attempt["responses"][0]))
         if verdict.problem or not verdict.expected:
@@ -631,6 +706,18 @@ def check(plan: VerifyPlan, results: Mapping[str, Any]) -> list[TypeVerdict]:
             if verdict.off_by(best, kind) >= plan.tolerance:
                 verdict.problem = (f"verify: {name} issued {best[kind]:.2f} {kind}s per request, "
                                    f"{expected.statements_by} says {verdict.expected_text(kind)} ({expected.statements_doc})")
+                break
+        if verdict.problem or not verdict.rows_per_request:
+            continue
+        if len(verdict.rows_per_request) != len(attempts):
+            raise VerifyInputError(f"the results' {name}: rows counted in some of its bursts and not in others")
+        rows = verdict.rows_best
+        for kind in KINDS:
+            if verdict.rows_off_by(rows, kind) > 0:
+                low, high = verdict.rows_bounds(kind)
+                verdict.problem = (f"verify: {name}'s {kind}s {ROWS_VERB[kind]} {rows[kind]:.2f} rows per request, "
+                                   f"the scenario says {verdict.expected_rows[kind]:g} ({low:.2f} to {high:.2f} with "
+                                   f"TechEmpower's margins; {expected.statements_doc})")
                 break
     return verdicts
 

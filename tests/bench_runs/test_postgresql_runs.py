@@ -29,6 +29,8 @@ TECHEMPOWER_DB_TESTS = {"db": "quarkus", "queries": "spring-mvc", "updates": "sp
 # The statements per request the verify holds each to (scenarios/*.yml: select, insert, update, delete; updates'
 # UPDATEs may be 1 to 20, as TechEmpower's verify takes one bulk UPDATE or one a row).
 TECHEMPOWER_STATEMENTS = {"db": (1, 0, 0, 0), "queries": (20, 0, 0, 0), "updates": (20, 0, 1, 0), "fortunes": (1, 0, 0, 0)}
+# And the rows those statements read and write (TechEmpower's verify counts them in pg_stat_statements too).
+TECHEMPOWER_ROWS = {"db": (1, 0, 0, 0), "queries": (20, 0, 0, 0), "updates": (20, 0, 20, 0), "fortunes": (12, 0, 0, 0)}
 
 
 def active(unit: str) -> str:
@@ -116,6 +118,12 @@ def test_techempowers_database_tests_run_judged_with_their_query_counts(postgres
     assert checked["ok"] and " ok: " in checked["check"] and "statements per request " in checked["check"], checked
     assert tuple(expected[k] for k in ("select", "insert", "update", "delete")) == TECHEMPOWER_STATEMENTS[scenario]
     assert checked["expected_statements_max"] == ({"update": 20} if scenario == "updates" else {}), checked
+    # Their rows too, counted on PostgreSQL within TechEmpower's margins (1% short, 5% for a bulk UPDATE, 5% over).
+    kinds = ("select", "insert", "update", "delete")
+    assert tuple(checked["expected_rows_per_request"][k] for k in kinds) == TECHEMPOWER_ROWS[scenario], checked
+    assert "; rows per request " in checked["check"] and checked["rows_per_request"], checked
+    assert any(all(0.95 * n <= burst[k] <= 1.05 * n for k, n in zip(kinds, TECHEMPOWER_ROWS[scenario]) if n)
+               for burst in checked["rows_per_request"]), checked
     assert read_json(RESULTS / created[0] / "result.json")["versions"]["database"].startswith("postgres (PostgreSQL) 15.")
 
 

@@ -137,7 +137,7 @@ def test_request_types_name_the_apps_routes_by_shape_and_join_the_names_that_sha
         (("{status: 302}", "{status: found}"), ["requests[2].expect.status: 'found' is a string, not a whole number"]),
         (("{status: 201}", '{status: "201"}'), ["requests[3].expect.status: '201' is a string, not a whole number"]),
         (("    method: POST\n    path: /orders", "    method: POST\n    verb: PUT\n    path: /orders"),
-         ["requests[3].verb: unknown field; the fields here are name, weight, method, path, expect, headers, body, statements"]),
+         ["requests[3].verb: unknown field; the fields here are name, weight, method, path, expect, headers, body, statements, rows"]),
     ],
     ids=["unknown-field", "weight-0", "undefined-variable", "status-word", "status-string", "unknown-request-field"],
 )

@@ -184,7 +184,7 @@ def assert_the_scenarios_own_requests(plan: Mapping[str, Any], file: Path, param
 def test_the_plan_of_each_scenario(scenario: str) -> None:
     plan = plan_of(scenario)
     assert (plan["format"], plan["version"], plan["scenario"], plan["base_url"], plan["key_phase"]) == (
-        "perflab-verify-plan", 3, scenario, BASE_URL, 9)
+        "perflab-verify-plan", 4, scenario, BASE_URL, 9)
     assert (plan["scenario_file"], plan["threads"], plan["skipped"]) == (f"scenarios/{scenario}.yml", 2, [])
     got = [(t["name"], t["expect"]["status"], tuple(t["expect"]["statements"][k] for k in KINDS)) for t in plan["types"]]
     assert got == EXPECTED_TYPES[scenario]
@@ -329,6 +329,7 @@ def test_a_scenario_outside_the_contract(petclinic: Path) -> None:
         "body_pattern": "<h2>Owners</h2>", "json_object": None, "json_array": None, "html_table": None,
         "statements": {"select": 2.0, "insert": 0.0, "update": 0.0, "delete": 0.0}, "statements_max": {},
         "statements_by": "the scenario", "statements_doc": str(petclinic), "statements_not_counted": None,
+        "rows": None,
     }
     assert listing["expect"]["statements"]["select"] == 1
     # No statements in the file, none in the contract: not judged, and why.
@@ -441,23 +442,29 @@ def correct_answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
 
 def results_for(plan: Mapping[str, Any], *, per_request: Callable[[str], tuple[int, ...]] | None = None,
                 answer: Callable[[str, Mapping[str, Any]], dict[str, Any]] = correct_answer,
-                idle: tuple[int, ...] = (0, 0, 0, 0), own: tuple[int, ...] = (0, 0, 0, 0)) -> dict[str, Any]:
+                idle: tuple[int, ...] = (0, 0, 0, 0), own: tuple[int, ...] = (0, 0, 0, 0),
+                rows: Callable[[str], tuple[float, ...]] | None = None) -> dict[str, Any]:
     """The db host's results for `plan`: every burst with `per_request` statements a request (the
-    contract's by default), `idle` at rest, `own` per reading of the counters."""
+    contract's by default), `idle` at rest, `own` per reading of the counters; with `rows`, a DB that
+    counts rows by statement (PostgreSQL), each burst with those rows a request (none at rest)."""
     types = []
     for planned in plan["types"]:
         expected = planned["expect"]["statements"] or dict.fromkeys(KINDS, 0)
         counts = per_request(planned["name"]) if per_request else tuple(int(expected[k]) for k in KINDS)
+        rows_at_rest = {f"{k}_rows": 0 for k in KINDS} if rows is not None else {}
         attempts = [{
-            "idle_s": 0.1, "idle": {k: own[i] + idle[i] for i, k in enumerate(KINDS)},
-            "burst_s": 0.1, "burst": {k: own[i] + counts[i] * len(burst) for i, k in enumerate(KINDS)},
+            "idle_s": 0.1, "idle": {**{k: own[i] + idle[i] for i, k in enumerate(KINDS)}, **rows_at_rest},
+            "burst_s": 0.1, "burst": {**{k: own[i] + counts[i] * len(burst) for i, k in enumerate(KINDS)},
+                                      **({f"{k}_rows": round(n * len(burst)) for k, n in zip(KINDS, rows(planned["name"]))}
+                                         if rows is not None else {})},
             "responses": [answer(planned["name"], request) for request in burst],
         } for burst in planned["bursts"]]
         types.append({"name": planned["name"], "warmup": {"requests": len(planned["warmup"]), "seconds": 0.5,
                                                           "answers": {"200": len(planned["warmup"])}},
                       "attempts": attempts})
-    return {"format": "perflab-verify-results", "version": 3, "host": "db1", "seconds": 1.5,
-            "own": dict(zip(KINDS, own)), "types": types}
+    return {"format": "perflab-verify-results", "version": 4, "host": "db1", "seconds": 1.5,
+            "own": {**dict(zip(KINDS, own)), **({f"{k}_rows": 0 for k in KINDS} if rows is not None else {})},
+            "types": types}
 
 
 def judged(plan: Mapping[str, Any], results: Mapping[str, Any]) -> list[str]:
@@ -743,7 +750,7 @@ BROKEN_PLANS = [
     (lambda p: p["types"][0]["expect"].update(status=2000),
      "VerifyPlan.types[0].expect: status: an expected status is an HTTP status code, not 2000"),
     (lambda p: p.pop("scenario_file"), "VerifyPlan: missing field scenario_file"),
-    (lambda p: p.update(version=1), "version is 1; this perflab reads 3"),
+    (lambda p: p.update(version=1), "version is 1; this perflab reads 4"),
     (lambda p: p.update(format="perflab-verify-results"),
      "VerifyPlan.format: expected 'perflab-verify-plan', found 'perflab-verify-results'"),
     (lambda p: p.update(schema_version=1), "VerifyPlan: unknown field(s) schema_version"),
@@ -773,7 +780,7 @@ def test_a_plan_with_a_wrong_field_is_refused_naming_it(tmp_path: Path, breakage
     ("breakage", "message"),
     [
         (lambda r: r.update(format="other"), "the results: not a perflab-verify-results document"),
-        (lambda r: r.update(version=1), "the results: version 1, this perflab reads 3"),
+        (lambda r: r.update(version=1), "the results: version 1, this perflab reads 4"),
         (lambda r: r["types"].pop(), "the results have no GET /zipcodes/{zip}, which the plan has"),
         (lambda r: r["types"][0].update(attempts=[]), "the results' POST /zipcodes: 0 bursts, the plan has 1 to 2"),
         (lambda r: r["types"][0]["attempts"][0].update(idle_s=0),
@@ -839,13 +846,18 @@ def test_the_db_host_script_is_stdlib_only_old_python_and_safe_to_pass_through_a
     assert "{{" not in source and "{%" not in source and "{#" not in source
 
 
-# A stand-in for the DB's client: reads statements on stdin, answers each with the counters in a file.
+# A stand-in for the DB's client: reads statements on stdin, answers each with the counters in a file,
+# as MariaDB's SHOW GLOBAL STATUS does ("Com_select<TAB>N"), or where the file has rows as
+# perflab_monitor.statements_by_kind does on PostgreSQL ("select<TAB>N<TAB>ROWS").
 FAKE_CLIENT = '''
 import json, sys
 for line in sys.stdin:
     counters = json.load(open(sys.argv[1]))
     for kind in ("select", "insert", "update", "delete"):
-        print("Com_%s\\t%d" % (kind, counters[kind]), flush=True)
+        if kind + "_rows" in counters:
+            print("%s\\t%d\\t%d" % (kind, counters[kind], counters[kind + "_rows"]), flush=True)
+        else:
+            print("Com_%s\\t%d" % (kind, counters[kind]), flush=True)
 '''
 
 
@@ -863,6 +875,8 @@ def stand_in_app(counters: Path, selects_per_request: int) -> Iterator[str]:
             with lock:
                 found = json.loads(counters.read_text())
                 found["select"] += selects_per_request
+                if "select_rows" in found:  # a DB that counts rows: each select returns one
+                    found["select_rows"] += selects_per_request
                 counters.write_text(json.dumps(found))
             if self.path == "/plaintext":
                 body, media = b"Hello, World!", "text/plain"
@@ -965,7 +979,7 @@ def test_the_db_host_script_records_no_answer_and_refuses_what_it_cannot_use(tmp
 
     refused = subprocess.run([sys.executable, str(DB_HOST_SCRIPT)], input="{}", capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
-    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 3 (perflab verify plan writes one)\n"
+    assert refused.stderr == "verify_app: not a perflab-verify-plan document, version 4 (perflab verify plan writes one)\n"
     no_client = subprocess.run([sys.executable, str(DB_HOST_SCRIPT), "--client", str(tmp_path / "no-client")],
                                input=json.dumps(plan), capture_output=True, text=True, timeout=60)
     assert no_client.returncode == 3 and no_client.stderr.startswith("verify_app: cannot read the server's counters with ")
@@ -1042,12 +1056,84 @@ def test_the_plan_of_techempowers_database_tests(scenario: str) -> None:
     assert (expect["html_table"] is not None) == (scenario == "fortunes")
 
 
+# The rows per request of each kind's statements, as TechEmpower's verify counts them.
+TFB_ROWS = {"db": (1, 0, 0, 0), "queries": (20, 0, 0, 0), "updates": (20, 0, 20, 0), "fortunes": (12, 0, 0, 0)}
+
+
 @pytest.mark.parametrize("scenario", sorted(TFB_TYPES))
 def test_an_app_that_passes_techempowers_verify_passes(scenario: str) -> None:
     plan = plan_of(scenario)
-    lines = judged(plan, results_for(plan, answer=tfb_answer))
-    assert lines == [f"verify: {TFB_TYPES[scenario][0]} ok: 80 x 200 as the scenario and the contract say; statements "
-                     f"per request {', '.join(f'{n:.2f} {k}' for n, k in zip(TFB_TYPES[scenario][1], KINDS))}"]
+    assert tuple(plan["types"][0]["expect"]["rows"][k] for k in KINDS) == TFB_ROWS[scenario]
+    statements = ", ".join(f"{n:.2f} {k}" for n, k in zip(TFB_TYPES[scenario][1], KINDS))
+    said = f"verify: {TFB_TYPES[scenario][0]} ok: 80 x 200 as the scenario and the contract say; statements per request"
+    # On MariaDB/MySQL, whose counters give no rows by statement: said, not judged.
+    assert judged(plan, results_for(plan, answer=tfb_answer)) == [
+        f"{said} {statements}; rows not counted: the DB counts none by statement (PostgreSQL's pg_stat_statements does)"]
+    # On PostgreSQL: counted, the kinds the scenario gives rows for.
+    rows = ", ".join(f"{n:.2f} {verb}" for n, verb in zip(TFB_ROWS[scenario], ("read", "inserted", "updated",
+                                                                                "deleted")) if n)
+    assert judged(plan, results_for(plan, answer=tfb_answer, rows=lambda name: TFB_ROWS[scenario])) == [
+        f"{said} {statements}; rows per request {rows}"]
+
+
+@pytest.mark.parametrize(("scenario", "per_request", "rows", "verdict"), [
+    # TechEmpower's margins: 1% short, 5% over.
+    ("queries", (20, 0, 0, 0), (19.85, 0, 0, 0), None),
+    ("queries", (20, 0, 0, 0), (19.75, 0, 0, 0), "verify: GET /queries's selects read 19.75 rows per request, the "
+                                                 "scenario says 20 (19.80 to 21.00 with TechEmpower's margins; "
+                                                 "scenarios/queries.yml)"),
+    ("queries", (20, 0, 0, 0), (21.5, 0, 0, 0), "verify: GET /queries's selects read 21.50 rows per request, the "
+                                                "scenario says 20 (19.80 to 21.00 with TechEmpower's margins; "
+                                                "scenarios/queries.yml)"),
+    # Twenty statements each of which returns nothing (a wrong id) are 20 selects and no rows.
+    ("db", (1, 0, 0, 0), (0, 0, 0, 0), "verify: GET /db's selects read 0.00 rows per request, the scenario says 1 "
+                                       "(0.99 to 1.05 with TechEmpower's margins; scenarios/db.yml)"),
+    ("fortunes", (1, 0, 0, 0), (11, 0, 0, 0), "verify: GET /fortunes's selects read 11.00 rows per request, the "
+                                              "scenario says 12 (11.88 to 12.60 with TechEmpower's margins; "
+                                              "scenarios/fortunes.yml)"),
+    # A bulk UPDATE of 20 random ids writes a repeated id once: 5% short passes, as in their verify.
+    ("updates", (20, 0, 1, 0), (20, 0, 19.2, 0), None),
+    ("updates", (20, 0, 1, 0), (20, 0, 18.8, 0), "verify: GET /updates's updates updated 18.80 rows per request, the "
+                                                 "scenario says 20 (19.00 to 21.00 with TechEmpower's margins; "
+                                                 "scenarios/updates.yml)"),
+    # An UPDATE statement that writes nothing (a wrong WHERE) is an update and no row.
+    ("updates", (20, 0, 20, 0), (20, 0, 0, 0), "verify: GET /updates's updates updated 0.00 rows per request, the "
+                                               "scenario says 20 (19.00 to 21.00 with TechEmpower's margins; "
+                                               "scenarios/updates.yml)"),
+    # A kind the scenario gives no rows for is 0.
+    ("db", (1, 0, 0, 0), (1, 0, 0, 1), "verify: GET /db's deletes deleted 1.00 rows per request, the scenario says 0 "
+                                       "(0.00 to 0.50 with TechEmpower's margins; scenarios/db.yml)"),
+])
+def test_rows_per_request_within_techempowers_margins(scenario: str, per_request: tuple[int, ...],
+                                                      rows: tuple[float, ...], verdict: str | None) -> None:
+    plan = plan_of(scenario)
+    results = results_for(plan, answer=tfb_answer, per_request=lambda name: per_request, rows=lambda name: rows)
+    assert first_failure(plan, results) == verdict
+    checked = verify.document(typed(plan), results, verify.check(typed(plan), results)).types[0]
+    assert checked.expected_rows_per_request == dict(zip(KINDS, map(float, TFB_ROWS[scenario])))
+    assert [tuple(burst[k] for k in KINDS) for burst in checked.rows_per_request] == [
+        tuple(round(n * 40) / 40 for n in rows)] * len(plan["types"][0]["bursts"])
+
+
+def test_the_db_host_script_reads_rows_where_the_db_counts_them(tmp_path: Path) -> None:
+    """On PostgreSQL the client prints each kind's rows beside its statements: the results carry them, and
+    the lab's at rest is taken off them as off the statements."""
+    counters = tmp_path / "counters.json"
+    counters.write_text(json.dumps({**dict.fromkeys(KINDS, 100), **{f"{k}_rows": 500 for k in KINDS}}))
+    scenario = tmp_path / "one-select.yml"
+    scenario.write_text((verify.SCENARIOS_DIR / "plaintext-json.yml").read_text().replace(
+        "statements: {}", "statements: {select: 1}\n    rows: {select: 1}"))
+    with stand_in_app(counters, 1) as url:
+        plan = written(verify.make_plan(scenario, url, burst=6, concurrency=3, contract=False))
+        done = run_db_host_script(plan, counters)
+    assert (done.returncode, done.stderr) == (0, "")
+    results = json.loads(done.stdout)
+    assert results["own"] == {**dict.fromkeys(KINDS, 0), **{f"{k}_rows": 0 for k in KINDS}}
+    first = results["types"][0]["attempts"][0]
+    assert first["burst"] == {"select": 6, "insert": 0, "update": 0, "delete": 0,
+                              "select_rows": 6, "insert_rows": 0, "update_rows": 0, "delete_rows": 0}
+    assert [v.line.split("; ", 1)[1] for v in verify.check(typed(plan), results)] == [
+        "statements per request 1.00 select, 0.00 insert, 0.00 update, 0.00 delete; rows per request 1.00 read"] * 2
 
 
 @pytest.mark.parametrize(("updates", "verdict"), [

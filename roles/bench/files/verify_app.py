@@ -22,7 +22,9 @@ the bench's other steps on the db host do, so this runs where the statements are
 MariaDB/MySQL's Com_select/insert/update/delete with `mysql`; on PostgreSQL the calls of
 pg_stat_statements by the statement's first word, every user's but the monitoring roles' (pg_monitor's
 members: this reader, the exporter), from role postgresql's view perflab_monitor.statements_by_kind,
-which postgres_exporter reads too, with `psql` as the superuser (the root -> postgres peer map).
+which postgres_exporter reads too, with `psql` as the superuser (the root -> postgres peer map); there
+also the rows of each kind's statements (pg_stat_statements' rows), as "<kind>_rows", which TechEmpower's
+verify counts too: MariaDB/MySQL count rows by storage engine, not by statement, so there they are not read.
 --client and --client-arg change the client. Standard library only (Python >= 3.8).
 
 Exit status: 0 the results are printed (whatever they show); 2 a plan it cannot use; 3 the
@@ -46,16 +48,18 @@ from urllib.parse import urlsplit
 PROG = "verify_app"
 RESULTS_FORMAT = "perflab-verify-results"
 PLAN_FORMAT = "perflab-verify-plan"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 KINDS = ("select", "insert", "update", "delete")
+# The rows of each kind's statements, where the engine counts them by statement (PostgreSQL).
+ROWS = tuple(kind + "_rows" for kind in KINDS)
 # Per engine: the client's command line (--client and --client-arg replace the first word and add
-# options) and the statement printing one "kind<TAB>count" line per kind, in KINDS' order.
+# options) and the statement printing one "kind<TAB>count[<TAB>rows]" line per kind, in KINDS' order.
 MYSQL_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
              + ", ".join("'Com_%s'" % kind for kind in KINDS) + ")")
 # PostgreSQL's by kind: role postgresql's view (roles/postgresql/files/statements_by_kind.sql), which
-# postgres_exporter reads too. A kind no statement of has run yet counts 0.
+# postgres_exporter reads too. A kind no statement of has run yet counts 0, its rows too.
 POSTGRESQL_SQL = (
-    "SELECT k.kind, coalesce(sum(s.calls), 0) FROM unnest(ARRAY['" + "', '".join(KINDS) + "']) WITH ORDINALITY k(kind, n)"
+    "SELECT k.kind, coalesce(sum(s.calls), 0), coalesce(sum(s.rows), 0) FROM unnest(ARRAY['" + "', '".join(KINDS) + "']) WITH ORDINALITY k(kind, n)"
     " LEFT JOIN perflab_monitor.statements_by_kind s USING (kind) GROUP BY k.kind, k.n ORDER BY k.n")
 ENGINES = {
     "mariadb": (["mysql", "--batch", "--skip-column-names", "--unbuffered"], MYSQL_SQL),
@@ -80,8 +84,9 @@ class Refused(Exception):
 
 
 class Counters:
-    """The server's Com_* counters through one session of the local client, each reading timed at its
-    middle (one client for every reading: a client started per reading costs tens of milliseconds)."""
+    """The server's statements by kind (and on PostgreSQL their rows) through one session of the local
+    client, each reading timed at its middle (one client for every reading: a client started per reading
+    costs tens of milliseconds)."""
 
     def __init__(self, command: List[str], sql: str) -> None:
         self.name = command[0]
@@ -107,6 +112,7 @@ class Counters:
         return Refused("cannot read the server's counters with %s: %s" % (self.name, last), 3)
 
     def read(self) -> Tuple[float, Dict[str, int]]:
+        """When it was read, and each kind's statements (and "<kind>_rows" where the engine gives them)."""
         assert self.process.stdin is not None
         started = time.monotonic()
         try:
@@ -114,7 +120,7 @@ class Counters:
             self.process.stdin.flush()
         except OSError:
             raise self._refuse("the client exited") from None
-        values = {}
+        values: Dict[str, str] = {}
         for _ in KINDS:
             try:
                 line = self.lines.get(timeout=CLIENT_TIMEOUT_S)
@@ -124,12 +130,19 @@ class Counters:
                 raise self._refuse("the client exited")
             name, _, value = line.partition("\t")
             name = name.strip().lower()
-            values[name[len("com_"):] if name.startswith("com_") else name] = value.strip()
+            name = name[len("com_"):] if name.startswith("com_") else name
+            value, _, rows = value.partition("\t")
+            values[name] = value.strip()
+            if rows.strip():
+                values[name + "_rows"] = rows.strip()
         at = (started + time.monotonic()) / 2
         try:
-            return at, {kind: int(values[kind]) for kind in KINDS}
+            counted = {kind: int(values[kind]) for kind in KINDS}
+            if any(key in values for key in ROWS):
+                counted.update({key: int(values[key]) for key in ROWS})
         except (KeyError, ValueError):
             raise Refused("the server has no whole counts of %s statements: %r" % ("/".join(KINDS), values), 3) from None
+        return at, counted
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -143,7 +156,7 @@ class Counters:
 
 
 def delta(before: Dict[str, int], after: Dict[str, int]) -> Dict[str, int]:
-    return {kind: after[kind] - before[kind] for kind in KINDS}
+    return {key: after[key] - before[key] for key in after}
 
 
 class Sender:
@@ -260,11 +273,11 @@ def verify_type(planned: Dict[str, Any], sender: Sender, counters: Counters, own
 
 
 def own_statements(counters: Counters) -> Dict[str, int]:
-    """The reader's own statements per reading: the least of two back-to-back deltas."""
+    """The reader's own statements (and rows) per reading: the least of two back-to-back deltas."""
     _, first = counters.read()
     _, second = counters.read()
     _, third = counters.read()
-    return {kind: min(second[kind] - first[kind], third[kind] - second[kind]) for kind in KINDS}
+    return {key: min(second[key] - first[key], third[key] - second[key]) for key in third}
 
 
 def check_plan(plan: Any) -> Dict[str, Any]:

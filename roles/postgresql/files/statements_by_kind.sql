@@ -1,5 +1,7 @@
 -- The statements the DB executed, by database, user and kind: the statement's first word, lower case, after
--- any leading comment lines (select, insert, update, delete, ...), as TechEmpower's verify counts them.
+-- any leading comment lines (select, insert, update, delete, ...), as TechEmpower's verify counts them, and
+-- their rows (pg_stat_statements' rows: a SELECT's rows returned, an INSERT's, UPDATE's or DELETE's rows
+-- written), which their verify counts too: the bench's verify judges a scenario's `rows` on them.
 -- Every user's but the monitoring roles' (pg_monitor's members: postgres_exporter, the superuser): the
 -- exporter's queries are SELECTs too, 19 to 30 per scrape at rest, which hid 1,058 requests' statements per
 -- request in the lab's own.
@@ -13,7 +15,8 @@ CREATE OR REPLACE VIEW perflab_monitor.statements_by_kind AS
 SELECT d.datname,
        r.rolname AS usename,
        coalesce(lower((regexp_match(s.query, '^(?:\s|--[^\n]*\n)*(\w+)'))[1]), '') AS kind,
-       sum(s.calls) AS calls
+       sum(s.calls) AS calls,
+       sum(s.rows) AS rows
 FROM pg_stat_statements s
 JOIN pg_database d ON d.oid = s.dbid
 JOIN pg_roles r ON r.oid = s.userid
