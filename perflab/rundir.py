@@ -369,6 +369,8 @@ class VerifyPlanExpect:
     content: dict[str, Any]  # the contract's: media type -> JSON schema of the body ({} off the contract)
     headers: dict[str, Any]  # the contract's: header name -> {"required": bool, "schema": JSON schema}
     media_type: str | None  # the scenario's expect
+    # The headers every answer must carry (the scenario's expect.headers: a name, or "A or B").
+    required_headers: tuple[str, ...] = ()
     json_field: str | None
     body_pattern: str | None
     json_object: scenario.JsonObject | None
@@ -434,7 +436,8 @@ class VerifyPlan:
     # media_type, json_field and body_pattern; expect.contract null off the contract).
     # 3: a kind's statements may be a range (expect.statements_max); the body's shape (expect.json_object,
     # json_array, html_table).
-    # 4: the rows of each kind's statements (expect.rows; the results' "<kind>_rows" counters on PostgreSQL).
+    # 4: the rows of each kind's statements (expect.rows; the results' "<kind>_rows" counters on PostgreSQL), the
+    # headers the scenario requires (expect.required_headers).
     VERSION_FIELD: ClassVar[str] = "version"
 
     format: Literal["perflab-verify-plan"]

@@ -179,8 +179,10 @@ class JsonArray:
 class Expect:
     """What every answer to the request must be: its status, and optionally its media type (with a
     charset when it names one), a field its JSON body holds (a dotted path, e.g. owner.id), a pattern
-    its body matches, the shape of its JSON body (json_object, json_array) and the rows of the HTML
-    table it holds (html_table: each row's cells as text, character references decoded, in order)."""
+    its body matches, the shape of its JSON body (json_object, json_array), the rows of the HTML
+    table it holds (html_table: each row's cells as text, character references decoded, in order) and
+    the headers it carries (headers: each a name, compared ignoring case, or "A or B" where either does,
+    as TechEmpower's verify asks for Server, Date, Content-Type and Content-Length or Transfer-Encoding)."""
 
     status: int
     media_type: str | None = None
@@ -189,6 +191,7 @@ class Expect:
     json_object: JsonObject | None = None
     json_array: JsonArray | None = None
     html_table: tuple[tuple[str, ...], ...] | None = None
+    headers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -544,6 +547,15 @@ def _request_problems(scenario: Scenario, where: str, request: Request, names: s
             yield f"{where}.rows.{kind}", f"{count:g} is out of range; allowed: 0 or more per request"
 
 
+# An HTTP header's name (RFC 9110's token).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def header_alternatives(required: str) -> list[str]:
+    """The names an expected header may be given by: "Content-Length or Transfer-Encoding" -> both."""
+    return required.split(" or ")
+
+
 def _expect_problems(where: str, expect: Expect) -> Iterator[tuple[str, str]]:
     """The shape checks' own: one shape of JSON body, fields named, a length and a table that can be."""
     if expect.json_object is not None and expect.json_array is not None:
@@ -557,6 +569,10 @@ def _expect_problems(where: str, expect: Expect) -> Iterator[tuple[str, str]]:
         for index, field_name in enumerate(shape.fields if shape is not None else ()):
             if not field_name:
                 yield f"{where}.{name}.fields[{index}]", "is empty; allowed: a field's name"
+    for index, required in enumerate(expect.headers):
+        if not all(_HEADER_NAME.fullmatch(name) for name in header_alternatives(required)):
+            yield (f"{where}.headers[{index}]", f"{required!r} is not a header's name; allowed: a name (Server), or "
+                                                "names joined by ' or ' where either does (Content-Length or Transfer-Encoding)")
     if expect.html_table is not None:
         if not expect.html_table:
             yield f"{where}.html_table", "is empty; allowed: the table's rows, each a list of its cells' text"

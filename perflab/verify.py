@@ -295,7 +295,8 @@ def _type_plan(api: OpenApi | None, request: scenarios.Request, name: str, file:
             contract=None if answer is None else f"{method} {documented}",
             content={} if answer is None else answer.content,
             headers={} if answer is None else answer.headers,
-            media_type=request.expect.media_type, json_field=request.expect.json_field,
+            media_type=request.expect.media_type, required_headers=request.expect.headers,
+            json_field=request.expect.json_field,
             body_pattern=request.expect.body_pattern, json_object=request.expect.json_object,
             json_array=request.expect.json_array, html_table=request.expect.html_table,
             statements=statements, statements_max=statements_max, statements_by=said_by, statements_doc=doc,
@@ -317,6 +318,7 @@ class Expected:
     status: int
     contract: Answer | None  # the contract's documented answer, when it documents the route and status
     media_type: str | None
+    required_headers: tuple[str, ...]  # the scenario's expect.headers
     json_field: str | None
     body_pattern: re.Pattern[str] | None
     json_object: scenarios.JsonObject | None
@@ -451,7 +453,8 @@ def expected_of(planned: VerifyPlanType) -> Expected:
     except re.error as exc:
         raise VerifyInputError(f"the plan's {planned.name}: body_pattern is not a regular expression: {exc}") from None
     return Expected(
-        status=expect.status, contract=answer, media_type=expect.media_type, json_field=expect.json_field,
+        status=expect.status, contract=answer, media_type=expect.media_type, required_headers=expect.required_headers,
+        json_field=expect.json_field,
         body_pattern=body_pattern, json_object=expect.json_object, json_array=expect.json_array,
         html_table=expect.html_table, statements=expect.statements, statements_max=dict(expect.statements_max),
         statements_by=expect.statements_by or "the plan", statements_doc=expect.statements_doc or "the verify plan",
@@ -615,6 +618,10 @@ def scenario_problem(name: str, expected: Expected, status: int, headers: Mappin
     """What the scenario's own expect finds wrong with an answer of the expected status, in one line."""
     label = f"{name} {status}"
     received = {header.lower(): value for header, value in headers.items()}
+    for required in expected.required_headers:
+        if not any(received.get(header.lower()) for header in scenarios.header_alternatives(required)):
+            return (f"verify: {label}: no {required} header, which the scenario expects; headers: "
+                    f"{', '.join(sorted(received)) or 'none'}")
     if expected.media_type is not None:
         content_type = received.get("content-type")
         if contract.media_type(content_type) != contract.media_type(expected.media_type):

@@ -325,7 +325,8 @@ def test_a_scenario_outside_the_contract(petclinic: Path) -> None:
     assert {r["path"] for r in requests_of(find)} == {"/owners?lastName=Davis", "/owners?lastName=Franklin",
                                                       "/owners?lastName=O%27Hara"}
     assert find["expect"] == {
-        "status": 200, "contract": None, "content": {}, "headers": {}, "media_type": "text/html", "json_field": None,
+        "status": 200, "contract": None, "content": {}, "headers": {}, "media_type": "text/html", "required_headers": [],
+        "json_field": None,
         "body_pattern": "<h2>Owners</h2>", "json_object": None, "json_array": None, "html_table": None,
         "statements": {"select": 2.0, "insert": 0.0, "update": 0.0, "delete": 0.0}, "statements_max": {},
         "statements_by": "the scenario", "statements_doc": str(petclinic), "statements_not_counted": None,
@@ -436,7 +437,8 @@ def correct_answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
         text = json.dumps({"message": "Hello, World!"})
     status = 201 if name.startswith("POST") else 200
     media = "application/json" if text.startswith(("{", "[")) else "text/plain;charset=UTF-8"
-    return {"status": status, "headers": {"content-type": media, "server": SERVER, "date": DATE},
+    return {"status": status, "headers": {"content-type": media, "server": SERVER, "date": DATE,
+                                          "content-length": str(len(text.encode()))},
             "body": text, "body_bytes": len(text.encode()), "truncated": False, "seconds": 0.002}
 
 
@@ -541,7 +543,8 @@ def test_a_missing_required_header_fails() -> None:
         return found
 
     assert first_failure(plan, results_for(plan, answer=anonymous)) == (
-        "verify: GET /plaintext 200: no Server header, which openapi.yaml requires; headers: ['content-type', 'date']")
+        "verify: GET /plaintext 200: no Server header, which openapi.yaml requires; headers: ['content-length', "
+        "'content-type', 'date']")
 
 
 @pytest.mark.parametrize(("date", "passes"), [
@@ -1026,8 +1029,41 @@ def tfb_answer(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
         text, media = json.dumps(worlds(20)), "application/json"
     else:
         text, media = fortunes_page(FORTUNES), "text/html; charset=utf-8"
-    return {"status": 200, "headers": {"content-type": media, "server": SERVER, "date": DATE},
+    return {"status": 200, "headers": {"content-type": media, "server": SERVER, "date": DATE,
+                                       "content-length": str(len(text.encode()))},
             "body": text, "body_bytes": len(text.encode()), "truncated": False, "seconds": 0.004}
+
+
+@pytest.mark.parametrize(("scenario", "change", "problem"), [
+    ("db", {"server": None}, "verify: GET /db 200: no Server header, which the scenario expects; headers: "
+                             "content-length, content-type, date"),
+    ("fortunes", {"date": None}, "verify: GET /fortunes 200: no Date header, which the scenario expects; headers: "
+                                 "content-length, content-type, server"),
+    # Either size header does, as in their verify: a chunked answer has no Content-Length.
+    ("queries", {"content-length": None, "transfer-encoding": "chunked"}, None),
+    ("updates", {"content-length": None}, "verify: GET /updates 200: no Content-Length or Transfer-Encoding header, "
+                                          "which the scenario expects; headers: content-type, date, server"),
+    ("plaintext-json", {"server": ""}, "verify: GET /plaintext 200: no Server header, which the scenario expects; "
+                                       "headers: content-length, content-type, date, server"),
+])
+def test_the_headers_techempowers_verify_requires_of_an_app_the_contract_does_not_bind(
+        scenario: str, change: Mapping[str, str | None], problem: str | None) -> None:
+    """TechEmpower's own implementations run without the contract (--no-contract): the scenario's expect.headers
+    holds them, as their verify does, to Server, Date, Content-Type and a size header."""
+    plan = written(verify.make_plan(verify.scenario_file(scenario), BASE_URL, contract=False))
+    assert [t["expect"]["required_headers"] for t in plan["types"]] == [
+        ["Server", "Date", "Content-Type", "Content-Length or Transfer-Encoding"]] * len(plan["types"])
+
+    def changed_headers(name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        found = correct_answer(name, request) if scenario == "plaintext-json" else tfb_answer(name, request)
+        for header, value in change.items():
+            if value is None:
+                found["headers"].pop(header, None)
+            else:
+                found["headers"][header] = value
+        return found
+
+    assert first_failure(plan, results_for(plan, answer=changed_headers)) == problem
 
 
 def tfb_changed(body: Callable[[str], str]) -> Callable[[str, Mapping[str, Any]], dict[str, Any]]:
@@ -1165,8 +1201,9 @@ def test_field_names_are_compared_ignoring_case_as_techempowers_verify_does() ->
     # Their verify takes randomnumber; the lab's contract does not (its schema names randomNumber).
     assert str(first_failure(plan, results_for(plan, answer=lower))).startswith(
         "verify: GET /queries 200: body breaks openapi.yaml: ")
+    answer = lower("GET /queries", {})
     assert verify.scenario_problem("GET /queries", verify.expected_of(typed(plan).types[0]), 200,
-                                   {"content-type": "application/json"}, lower("GET /queries", {})["body"]) is None
+                                   answer["headers"], answer["body"]) is None
 
 
 @pytest.mark.parametrize(("scenario", "body", "problem"), [
