@@ -1121,7 +1121,7 @@ def test_an_app_that_passes_techempowers_verify_passes(scenario: str) -> None:
     ("queries", (20, 0, 0, 0), (21.5, 0, 0, 0), "verify: GET /queries's selects read 21.50 rows per request, the "
                                                 "scenario says 20 (19.80 to 21.00 with TechEmpower's margins; "
                                                 "scenarios/queries.yml)"),
-    # Twenty statements each of which returns nothing (a wrong id) are 20 selects and no rows.
+    # A select that finds nothing (a wrong id) is a select and no row.
     ("db", (1, 0, 0, 0), (0, 0, 0, 0), "verify: GET /db's selects read 0.00 rows per request, the scenario says 1 "
                                        "(0.99 to 1.05 with TechEmpower's margins; scenarios/db.yml)"),
     ("fortunes", (1, 0, 0, 0), (11, 0, 0, 0), "verify: GET /fortunes's selects read 11.00 rows per request, the "
