@@ -136,13 +136,18 @@ def test_request_types_name_the_apps_routes_by_shape_and_join_the_names_that_sha
          ["requests[1].path: uses ${skew}, which is not defined; the variables are term, page, sku, ref, qty, city, shop"]),
         (("{status: 302}", "{status: found}"), ["requests[2].expect.status: 'found' is a string, not a whole number"]),
         (("{status: 201}", '{status: "201"}'), ["requests[3].expect.status: '201' is a string, not a whole number"]),
+        (("    expect: {status: 201}\n", "    expect: {status: 201}\n    rows: {insert: 1}\n"),
+         ["requests[3].rows: needs statements beside it: the verify counts rows with the statements they come from"]),
+        (("statements: {select: 1, insert: 1}", "statements: {select: 1, insert: 1}\n    rows: {upsert: 1}"),
+         ["requests[2].rows.upsert: unknown kind; allowed: select, insert, update, delete"]),
         (("{status: 201}", '{status: 201, headers: [Location, "X or Y Z"]}'),
          ["requests[3].expect.headers[1]: 'X or Y Z' is not a header's name; allowed: a name (Server), or names "
           "joined by ' or ' where either does (Content-Length or Transfer-Encoding)"]),
         (("    method: POST\n    path: /orders", "    method: POST\n    verb: PUT\n    path: /orders"),
          ["requests[3].verb: unknown field; the fields here are name, weight, method, path, expect, headers, body, statements, rows"]),
     ],
-    ids=["unknown-field", "weight-0", "undefined-variable", "status-word", "status-string", "header-name",
+    ids=["unknown-field", "weight-0", "undefined-variable", "status-word", "status-string", "rows-alone",
+         "rows-kind", "header-name",
          "unknown-request-field"],
 )
 def test_a_wrong_field_is_refused_in_one_line(tmp_path: Path, change: tuple[str, str], expected: list[str]) -> None:
