@@ -32,6 +32,20 @@ def test_containers_are_separated_and_constrained(lab: str) -> None:
     assert somaxconn == "65535"
 
 
+def test_no_outgoing_connection_can_take_a_port_the_lab_listens_on(lab: str) -> None:
+    """A port in a host's outgoing range may be given to a connection the host opens (the app's DB pool opens
+    16 before its web server binds): then the service's start fails, 'address in use'. Seen once, on 8080."""
+    for host in LAB_HOSTS:
+        read = subprocess.run(["docker", "exec", host, "sh", "-c",
+                               "cat /proc/sys/net/ipv4/ip_local_port_range; ss -Hltn"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+        low, high = (int(port) for port in read[0].split())
+        # Docker's embedded DNS (127.0.0.11) binds a port of its own as the container starts, before any connection.
+        addresses = [line.split()[3].rsplit(":", 1) for line in read[1:] if line.strip()]
+        listening = {int(port) for address, port in addresses if address != "127.0.0.11"}
+        assert listening and not {port for port in listening if low <= port <= high}, (host, low, high, listening)
+
+
 def test_check_mode_names_only_what_drifted_and_a_second_lab_up_changes_only_that(lab: str) -> None:
     # Idempotence and drift in one second lab-up (after every other test's runs): it changes exactly
     # the drifted files, modes and services below and nothing else on any host. The roles read their files' checksums in one probe and write only what differs: a drifted
