@@ -156,9 +156,12 @@ def netem_works() -> bool:
 def loadgen_lock() -> dict[str, Any]:
     """What holds the first loadgen host's run lock (roles/bench: bench_loadgen_lock): its run, phase,
     pid and since ({} when no run has taken it yet), and whether that process still lives."""
-    out = on_host("loadgen[0]", "cat /run/perflab-loadgen.lock 2>/dev/null; echo; "
-                                "kill -0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"pid\"])' "
-                                "/run/perflab-loadgen.lock 2>/dev/null) 2>/dev/null && echo ALIVE || echo GONE")
+    # The file read once, and the pid of what was read checked: read twice, a run's start program taking the lock
+    # between the two reads paired the last run's "since" with its own live pid, and a CI simulation's hog
+    # (in_measured_phase) started 14 s early, before the window.
+    out = on_host("loadgen[0]", "held=$(cat /run/perflab-loadgen.lock 2>/dev/null); echo \"$held\"; "
+                                "kill -0 $(echo \"$held\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])' "
+                                "2>/dev/null) 2>/dev/null && echo ALIVE || echo GONE")
     found = re.search(r"(\{.*\})", out)
     return {**(json.loads(found.group(1)) if found else {}), "alive": "ALIVE" in out}
 
