@@ -68,7 +68,7 @@ class Store {
     }
 
     List<Book> findBooks() {
-        return jdbc.query("SELECT id, title, author FROM book ORDER BY id",
+        return queryPrepared("SELECT id, title, author FROM book ORDER BY id",
                 (rs, row) -> new Book(rs.getLong(1), rs.getString(2), rs.getString(3)));
     }
 
@@ -101,7 +101,19 @@ class Store {
 
     /** TechEmpower's fortunes: every Fortune row, one SELECT. */
     List<Fortune> findFortunes() {
-        return jdbc.query("SELECT id, message FROM fortune", (rs, row) -> new Fortune(rs.getInt(1), rs.getString(2)));
+        return queryPrepared("SELECT id, message FROM fortune", (rs, row) -> new Fortune(rs.getInt(1), rs.getString(2)));
+    }
+
+    /**
+     * A statement without parameters run as a PreparedStatement, as every statement with parameters is:
+     * JdbcTemplate runs one without parameters as a plain Statement, whose SQL PostgreSQL's driver parses
+     * and the server parses and plans on every run (an unnamed statement), where a PreparedStatement's SQL
+     * is parsed once per connection (the driver's statement cache) and prepared on the server from its
+     * fifth run (prepareThreshold). On /fortunes at 800 req/s the plain Statement cost 24 of the app's 250
+     * profile samples, TechEmpower's Spring app's prepared one 14 of its 153.
+     */
+    private <T> List<T> queryPrepared(String sql, RowMapper<T> rows) {
+        return jdbc.query(connection -> connection.prepareStatement(sql), rows);
     }
 
     /**
