@@ -256,13 +256,16 @@ BENCH_OPTIONS = -e loadgen_scenario='$(SCENARIO)' -e loadgen_rate='$(RATE)' \
 # PROFILE_APP=cpu|alloc|lock|wall: the app's profile over the measured window (async-profiler, README: "Where
 # the app's time goes"); empty or off: none, the default (its cost is above the 3% a default may cost).
 PROFILE_APP ?=
+# The agent library a profiled run loads: a prerequisite of every target that runs (bench, compare, sweep,
+# reproduce), fetched only when PROFILE_APP asks for a profile.
+PROFILE_PREREQS = $(if $(filter-out off,$(PROFILE_APP)),$(ASYNC_PROFILER))
 
 # REPEAT=N: each run N times on fresh JVMs (bench, compare; sweep: each rate), tagged as one repetition group; the
 # report and compare's summary give the median and the range, and say which apps cannot be told apart.
 REPEAT ?= 1
 
 .PHONY: bench
-bench: $(VENV_STAMP) build-prereqs $(if $(filter-out off,$(PROFILE_APP)),$(ASYNC_PROFILER)) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [DB_CPU_HOG=] [LATENCY_MS=] [VARIANT=] [REPEAT=N] [PROFILE_APP=cpu|alloc|lock|wall|off]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
+bench: $(VENV_STAMP) build-prereqs $(PROFILE_PREREQS) ## Run APP= SCENARIO= [RATE=] [DURATION=] [WARMUP=] [TOOL=auto|wrk2|vegeta] [DB_DELAY_MS=] [DB_CPU_HOG=] [LATENCY_MS=] [VARIANT=] [REPEAT=N] [PROFILE_APP=cpu|alloc|lock|wall|off]: DB reset, fresh app, warm-up, measured run -> results/<run-id>/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
@@ -304,7 +307,7 @@ compare_apps = PERFLAB_AS='make $@' $(BIN)/perflab compare --inventory "$(INVENT
   --repeat '$(REPEAT)' $(if $(1),--apps '$(1)') -- $(BENCH_OPTIONS) $(ANSIBLE_ARGS)
 
 .PHONY: compare
-compare: $(VENV_STAMP) build-prereqs ## Run SCENARIO= [RATE=] ... with every app claiming it (or APPS="a b") in turn under identical conditions, then a table of the results
+compare: $(VENV_STAMP) build-prereqs $(PROFILE_PREREQS) ## Run SCENARIO= [RATE=] ... with every app claiming it (or APPS="a b") in turn under identical conditions, then a table of the results
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(call compare_apps,$(APPS))
@@ -314,7 +317,7 @@ compare: $(VENV_STAMP) build-prereqs ## Run SCENARIO= [RATE=] ... with every app
 REPORT ?=
 
 .PHONY: reproduce
-reproduce: $(VENV_STAMP) build-prereqs ## Run field report REPORT=1|2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
+reproduce: $(VENV_STAMP) build-prereqs $(PROFILE_PREREQS) ## Run field report REPORT=1|2|3|4|all's experiment on the lab [RATE=] [DURATION=] [WARMUP=] [TOOL=]: the report's table beside the lab's, each relation marked reproduced, not reproduced or not runnable here
 	$(require_inventory)
 	@$(MAKE) --no-print-directory vegeta-if-needed
 	$(BIN)/perflab reproduce --report '$(REPORT)' --inventory "$(INVENTORY)" --rate '$(RATE)' --duration '$(DURATION)' \
@@ -328,7 +331,7 @@ STEP ?=
 MAX ?=
 
 .PHONY: sweep
-sweep: $(VENV_STAMP) build-prereqs ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the verdict fails or p99 > SLO [SLO_P99_MS=] [DURATION=] [REPEAT=N: each rate N times, the median and range] ...: max sustainable throughput -> results/<id>-sweep/
+sweep: $(VENV_STAMP) build-prereqs $(PROFILE_PREREQS) ## Raise the rate for APP= SCENARIO= (RATES="100 200 400" or START= STEP= MAX=) until the verdict fails or p99 > SLO [SLO_P99_MS=] [DURATION=] [REPEAT=N: each rate N times, the median and range] ...: max sustainable throughput -> results/<id>-sweep/
 	$(require_inventory)
 	@$(APP_BUILD)
 	@$(MAKE) --no-print-directory vegeta-if-needed
