@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.micrometer.core.instrument.config.MeterFilter;
+import io.micrometer.observation.ObservationRegistry;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.SingleThreadEventExecutor;
@@ -22,6 +23,7 @@ import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
+import org.springframework.boot.autoconfigure.web.reactive.WebHttpHandlerBuilderCustomizer;
 import org.springframework.boot.web.embedded.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.NestedExceptionUtils;
@@ -35,8 +37,7 @@ public class WebfluxApplication {
     public static void main(String[] args) {
         SpringApplication app = new SpringApplication(WebfluxApplication.class);
         boolean observability = observability();
-        app.setDefaultProperties(Map.of("perflab.observability", observability,
-                "management.observations.enable.http.server.requests", observability));
+        app.setDefaultProperties(Map.of("perflab.observability", observability));
         app.setAdditionalProfiles(dbEngine());
         app.run(args);
     }
@@ -58,8 +59,9 @@ public class WebfluxApplication {
 
     /**
      * PERFLAB_OBSERVABILITY=on|off (the manifest's variant observability): off leaves out the lab's own
-     * instrumentation, to measure what it costs (issue 23): the http.server.requests observation, so no
-     * per-request timing and no histogram, and the perflab_* capacity gauges. Anything else stops the app.
+     * instrumentation, to measure what it costs (issue 23): the http.server.requests observation
+     * (noRequestObservation), so no per-request timing and no histogram, and the perflab_* capacity gauges.
+     * Anything else stops the app.
      */
     private static boolean observability() {
         String observability = System.getenv().getOrDefault("PERFLAB_OBSERVABILITY", "on");
@@ -89,6 +91,20 @@ public class WebfluxApplication {
                 .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
                 .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
                 .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail));
+    }
+
+    /**
+     * Observability off: the server observes its exchanges with no registry, as an app without Actuator does
+     * (TechEmpower's), not with Actuator's registry and http.server.requests disabled by name: Spring's handler
+     * adapter then still asks that registry and runs its observation listener on every exchange.
+     */
+    @Bean
+    WebHttpHandlerBuilderCustomizer noRequestObservation(@Value("${perflab.observability}") boolean observability) {
+        return builder -> {
+            if (!observability) {
+                builder.observationRegistry(ObservationRegistry.NOOP);
+            }
+        };
     }
 
     /** The common pool gauges of every perflab app (docs/ARCHITECTURE.md). */
