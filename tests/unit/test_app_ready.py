@@ -34,6 +34,9 @@ if args[0] in ("restart", "start", "stop"):
         state["props"]["ExecMainStartTimestampMonotonic"] = str(time.monotonic_ns() // 1000)
     with open(state_file, "w") as f:
         json.dump(state, f)
+    # "job_fails": systemd saw the JVM exit before its exec's confirmation, and failed the start job itself.
+    if args[0] in ("restart", "start") and state.get("job_fails"):
+        sys.exit(f"Job for {args[1]}.service failed because the control process exited with error code.")
     sys.exit(0)
 # "later": what systemd reports from the second question on (the app exited after the first).
 state["calls"] = state.get("calls", 0) + 1
@@ -85,7 +88,7 @@ def closed_port() -> int:
 
 
 def probe(tmp_path: Path, url: str, props: dict[str, str], after_restart: dict[str, str], *args: str,
-          later: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+          later: dict[str, str] | None = None, job_fails: bool = False) -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name, code in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
@@ -93,7 +96,8 @@ def probe(tmp_path: Path, url: str, props: dict[str, str], after_restart: dict[s
         (bin_dir / name).chmod(0o755)
     state = tmp_path / "systemd.json"
     state.write_text(json.dumps({"props": {"ExecMainPID": "4242", "ExecMainStartTimestamp": "Mon 2026-11-23 10:00:00 UTC",
-                                           **props}, "after_restart": after_restart, "later": later or {}}))
+                                           **props}, "after_restart": after_restart, "later": later or {},
+                                 "job_fails": job_fails}))
     (tmp_path / "app.json").write_text(json.dumps({"app": "tfb-quarkus", "profile": "default"}))
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_SYSTEMD=str(state))
     return subprocess.run(
@@ -140,6 +144,25 @@ def test_an_app_that_exits_at_start_is_its_exit_status_and_last_log_lines_at_onc
     done = probe(tmp_path, url, RUNNING, {}, "--timeout=60", later=restarted_since)
     assert done.returncode == 1 and done.stderr.startswith(
         f"perflab-app: the app exited with status 1 (unit activating/start) before {url} answered 200"), done.stderr
+
+
+def test_a_jvm_that_fails_its_start_job_is_its_exit_status_and_last_log_lines_too(tmp_path: Path) -> None:
+    """A JVM that exits at once (a bad JVM option) can fail systemctl's start job itself, whose message names
+    nothing of the JVM's: the probe says the app's exit status and its journal, as for an exit after the job (a
+    CI simulation's run recorded systemctl's words alone as its reason)."""
+    url = f"http://127.0.0.1:{closed_port()}/health/ready"
+    exiting = {"ActiveState": "activating", "SubState": "auto-restart", "NRestarts": "0", "ExecMainStatus": "1"}
+    done = probe(tmp_path, url, RUNNING, exiting, "--timeout=60", job_fails=True)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"perflab-app: the app exited with status 1 (unit activating/auto-restart) before {url} answered 200; "
+        "perflab-app is stopped\nlast lines of the perflab-app journal:\nStarting the app\n"
+        "java.lang.IllegalStateException: PERFLAB_DB_PASSWORD is not set\n\n")
+    # The unit not even started (no exit of the app to name): systemctl's own words.
+    done = probe(tmp_path, url, RUNNING, {}, "--timeout=60", job_fails=True)
+    assert done.returncode == 1 and done.stderr.startswith(
+        "perflab-app: systemctl restart failed: Job for perflab-app.service failed because the control process exited "
+        f"with error code. before {url} answered 200; perflab-app is stopped"), done.stderr
 
 
 def test_an_answer_that_is_not_http_is_not_ready(tmp_path: Path) -> None:
