@@ -95,14 +95,12 @@ def short_run(lab: str) -> Path:
 
 
 # The order of the lab's tests, whatever the command line's: first those that read the lab as
-# lab-up leaves it (the database at its seed, before any run writes to it) and the bench's bad input (refused before
-# any change: it runs while the first run waits for the checks beside the lab), then make watch, which
+# lab-up leaves it (the database at its seed, before any run writes to it), then make watch, which
 # watches the shared short run as it happens (the first test to ask for it starts it: otherwise
 # watch would run one more of its own), then the rest; on the SSH lab, the lock test's first run
 # after the rest (it waits for the local lab's share to end: labkit.after_the_local_lab);
 # the lifecycle tests end with lab-down (on the SSH lab, its own lab-down test).
-FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py", "tests/lab/test_monitoring.py",
-         "tests/bench_runs/test_bench_bad_input.py")
+FIRST = ("tests/lab/test_bad_input.py", "tests/lab/test_database.py", "tests/lab/test_monitoring.py")
 THEN = ("tests/watch/",)
 # Right before it: what fills the SSH lab's wait for the local lab's share (the lock test waits for it).
 BEFORE_THE_WAIT = ("tests/ssh_lab/test_ssh_lab_scrape.py",)

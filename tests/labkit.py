@@ -37,11 +37,10 @@ RUN_TARGETS = frozenset({"bench", "compare", "sweep", "reproduce"})
 BEFORE_THE_FIRST_RUN: list[Callable[[], None]] = []
 
 
-def make(target: str, *variables: str, timeout: float = 1800, sends_load: bool = True) -> subprocess.CompletedProcess[str]:
+def make(target: str, *variables: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     """`make TARGET INVENTORY=<the test lab> VAR=...` (an INVENTORY= among VARIABLES wins); stdout and
-    stderr together in .stdout. A run (RUN_TARGETS) first waits for BEFORE_THE_FIRST_RUN, once; one the test
-    expects refused before any change (SENDS_LOAD false: bad input) measures nothing and does not wait."""
-    if target in RUN_TARGETS and sends_load:
+    stderr together in .stdout. A run (RUN_TARGETS) first waits for BEFORE_THE_FIRST_RUN, once."""
+    if target in RUN_TARGETS:
         while BEFORE_THE_FIRST_RUN:
             BEFORE_THE_FIRST_RUN.pop(0)()
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PERFLAB_RESULTS_DIR=str(RESULTS))

@@ -14,14 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench_helpers import INVENTORY, ROOT, changed_counts, on_host, run_dirs, tail
-from labkit import make
-
-# Every bench here is refused before any change: it sends no load and measures nothing, so it need not wait for the
-# checks beside the lab to end (labkit.make), and the session runs this file in that wait, before its first run
-# (tests/conftest.py: FIRST). On 2 cores that gains no time (a CI simulation: beside the checks these took 7.9 min
-# instead of 2.9, and the checks ended 1.7 min later); where there are more cores, they overlap.
-refused = functools.partial(make, sends_load=False)
+from bench_helpers import INVENTORY, ROOT, changed_counts, on_host, run_dirs, run_make, tail
 
 # A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
 # an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
@@ -82,7 +75,7 @@ BAD_INPUT = [
 @pytest.mark.parametrize(("variables", "message"), BAD_INPUT, ids=[" ".join(v) for v, _ in BAD_INPUT])
 def test_bad_input_is_refused_before_any_change(variables: list[str], message: str) -> None:
     before = run_dirs()
-    done = refused("bench", *variables, timeout=600)
+    done = run_make("bench", *variables, timeout=600)
     assert done.returncode != 0, tail(done.stdout)
     assert message in " ".join(done.stdout.split()), tail(done.stdout)
     # Said once, on one line, without the task's source (plugins/callback/perflab.py).
@@ -96,7 +89,7 @@ def test_wrk2_archive_with_another_sha256_is_refused_before_any_change() -> None
     if not Path(MIRROR).is_file():
         pytest.skip(f"no wrk2 archive at {MIRROR} (CI's mirror): nothing to verify a sha256 against")
     before = run_dirs()
-    done = refused("bench", "APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2",
+    done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2",
                     f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path={MIRROR} -e loadgen_wrk2_archive_sha256={'1' * 64}",
                     timeout=600)
     assert done.returncode != 0, tail(done.stdout)
@@ -130,7 +123,7 @@ def test_a_mirror_serving_other_bytes_is_refused_before_the_run_opens() -> None:
         pytest.skip(f"no wrk2 archive at {MIRROR} (CI's mirror): nothing to serve")
     before = run_dirs()
     with mirror_serving(Path(MIRROR)) as url:
-        done = refused("bench", "APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2",
+        done = run_make("bench", "APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2",
                         f"ANSIBLE_ARGS={NOT_BUILT} -e loadgen_wrk2_archive_path= -e loadgen_wrk2_archive_url={url} "
                         f"-e loadgen_wrk2_archive_sha256={'1' * 64}", timeout=600)
     assert done.returncode != 0, tail(done.stdout)
@@ -146,12 +139,12 @@ def test_a_wrong_manifest_and_a_missing_artifact_are_refused_before_any_change(t
     manifest = tmp_path / "mine.yml"
     manifest.write_text("name: mine\nartifact: {path: mine.jar}\nport: 8080\nreadiness: {path: health}\nscenarios: [greeting]\n")
     before = run_dirs()
-    done = refused("bench", f"APP={manifest}", "SCENARIO=greeting", timeout=600)
+    done = run_make("bench", f"APP={manifest}", "SCENARIO=greeting", timeout=600)
     assert done.returncode != 0 and "PLAY" not in done.stdout, tail(done.stdout)
     assert (f"perflab app: {manifest}: readiness.path: 'health' is not allowed; allowed: a URL path starting with '/'"
             in done.stdout), tail(done.stdout)
     manifest.write_text(manifest.read_text().replace("path: health", "path: /health"))
-    done = refused("bench", f"APP={manifest}", "SCENARIO=greeting", timeout=600)
+    done = run_make("bench", f"APP={manifest}", "SCENARIO=greeting", timeout=600)
     assert done.returncode != 0 and "PLAY" not in done.stdout, tail(done.stdout)
     assert (f"perflab app: mine: the jar {tmp_path / 'mine.jar'} does not exist and its manifest has no build: build it, "
             f"or fix artifact.path in {manifest}") in done.stdout, tail(done.stdout)
@@ -169,7 +162,7 @@ def test_an_inventory_that_colocates_tiers_is_refused_by_the_bench_too(tmp_path:
     tiers["db"]["hosts"][db_host] = {**(tiers["db"]["hosts"][db_host] or {}), "ansible_host": app_machine}
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
     before = run_dirs()
-    done = refused("bench", f"INVENTORY={inventory}", "APP=quarkus", "SCENARIO=greeting", timeout=600)
+    done = run_make("bench", f"INVENTORY={inventory}", "APP=quarkus", "SCENARIO=greeting", timeout=600)
     assert done.returncode != 0, tail(done.stdout)
     assert (f"tiers db (host {db_host}), app (host {app_host}) share machine {app_machine}"
             in " ".join(done.stdout.split())), tail(done.stdout)
