@@ -884,21 +884,25 @@ class AppCost:
 
 
 def app_cost(run: RunResult, obs: Observations) -> AppCost:
-    """The app's CPU over the measured phase (its busy cores x their window, from the CPU samples
-    around the phase) per 1,000 requests the load generator made, and the app's max RSS."""
+    """The app's CPU over the measured phase (its host's busy cores x their window, from the CPU samples
+    at the window's bounds, less the lab's exporters on that host where they were read) per 1,000 requests
+    the load generator made, and the app's max RSS."""
     per_1000 = None
     cpu = obs.app_cpu
+    cpu_s = None if cpu is None else cpu.cpu_s_without_exporters
     if cpu is None:
         cpu_text = "CPU per 1,000 requests not evaluated: no CPU figure of the app"
-    elif cpu.cpu_s is None:
+    elif cpu_s is None:
         cpu_text = ("CPU per 1,000 requests not evaluated: the observations give the app's busy cores but not "
                     "the seconds they average over (written before perflab kept them)")
     elif run.requests <= 0:
-        cpu_text = f"{cpu.cpu_s:.2f} CPU-s for no request"
+        cpu_text = f"{cpu_s:.2f} CPU-s for no request"
     else:
-        per_1000 = cpu.cpu_s * 1000 / run.requests
-        cpu_text = (f"{per_1000:.3f} CPU-s per 1,000 requests ({cpu.cpu_s:.2f} CPU-s, {cpu.busy_cores:.2f} cores "
-                    f"over {cpu.window_s:.1f} s, for {run.requests} requests)")
+        per_1000 = cpu_s * 1000 / run.requests
+        exporters = ("" if cpu.instrument_cores is None
+                     else f" less the lab's exporters' {cpu.instrument_cores:.3f} on its host")
+        cpu_text = (f"{per_1000:.3f} CPU-s per 1,000 requests ({cpu_s:.2f} CPU-s, {cpu.busy_cores:.2f} cores "
+                    f"over {cpu.window_s:.1f} s{exporters}, for {run.requests} requests)")
     if obs.app_max_rss_bytes is None:
         rss_text = "max RSS " + _not_observed(obs, "app_max_rss_bytes", what="on the app's memory")
     else:

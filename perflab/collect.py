@@ -33,7 +33,7 @@ from perflab.observations import DbSessions, Observations, Placement, TierCpu
 from perflab.observe import Utilization
 from perflab.prometheus import DEFAULT_URL, Prometheus, PrometheusError
 from perflab.rundir import BenchInputs, CpuSample, RunFileError
-from perflab.tiers import SERVICE_GROUPS
+from perflab.tiers import INSTRUMENT_GROUP, SERVICE_GROUPS
 
 EXIT_COLLECTED = 0
 EXIT_BAD_INPUT = 4
@@ -365,7 +365,19 @@ def sample_cpu(start: CpuSample, end: CpuSample, window_s: float | None = None) 
     (the window's seconds) is what they average over. Without it, the seconds between the samples."""
     sampled_s = max(end.at - start.at, 1e-3)
     used_s = (end.usage_usec - start.usage_usec) / 1e6
-    return TierCpu(busy_cores=used_s / sampled_s, allotted_cores=len(start.cpus), window_s=window_s or sampled_s)
+    busy = used_s / sampled_s
+    return TierCpu(busy_cores=busy, allotted_cores=len(start.cpus), window_s=window_s or sampled_s,
+                   instrument_cores=_instrument_cores(start, end, sampled_s, busy))
+
+
+def _instrument_cores(start: CpuSample, end: CpuSample, sampled_s: float, busy: float) -> float | None:
+    """The lab's exporters' cores on the host between its two samples (tiers.INSTRUMENT_GROUP's run time), at most
+    the host's busy cores (both are read a scan apart); None where a sample has none (no process-exporter found,
+    samples from before they were kept) or they went down (an exporter restarted in the window)."""
+    if INSTRUMENT_GROUP not in start.used_usec or INSTRUMENT_GROUP not in end.used_usec:
+        return None
+    ran_s = (end.used_usec[INSTRUMENT_GROUP] - start.used_usec[INSTRUMENT_GROUP]) / 1e6
+    return min(ran_s / sampled_s, busy) if ran_s >= 0 else None
 
 
 def service_waited(inputs: BenchInputs) -> tuple[dict[str, float] | None, str]:

@@ -24,12 +24,18 @@ class TierCpu:
     # bounds since issue 22; before, the samples around the phase, wider than its load); None in
     # observations written before it was kept.
     window_s: float | None = None
+    # Of busy_cores, the lab's own exporters' on the tier's host (process-exporter's group "exporters", read at the
+    # window's bounds with the host's CPU): the lab's instruments, not what is measured. None where they were not
+    # read (no process-exporter found, samples from before they were kept).
+    instrument_cores: float | None = None
 
     def __post_init__(self) -> None:
         if not (self.allotted_cores > 0 and self.busy_cores >= 0):
             raise ValueError(f"CPU use needs allotted_cores > 0 and busy_cores >= 0, not {self}")
         if self.window_s is not None and not self.window_s > 0:
             raise ValueError(f"a CPU window is a positive number of seconds, not {self.window_s}")
+        if self.instrument_cores is not None and not 0 <= self.instrument_cores <= self.busy_cores:
+            raise ValueError(f"the lab's exporters use from 0 to the host's busy cores, not {self.instrument_cores}")
 
     @property
     def busy_fraction(self) -> float:
@@ -39,6 +45,14 @@ class TierCpu:
     def cpu_s(self) -> float | None:
         """CPU seconds the tier used over its window."""
         return None if self.window_s is None else self.busy_cores * self.window_s
+
+    @property
+    def cpu_s_without_exporters(self) -> float | None:
+        """CPU seconds the tier used over its window less its host's exporters' (the lab's own instruments), where
+        those were read; else cpu_s."""
+        if self.window_s is None:
+            return None
+        return (self.busy_cores - (self.instrument_cores or 0.0)) * self.window_s
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,9 @@ class CpuSample:
     # process-exporter group -> how long its threads have waited for a CPU so far (their run delay); empty where
     # the host's process-exporter was not found or in samples from before it was kept.
     waited_usec: dict[str, int] = field(default_factory=dict)
+    # process-exporter group -> how long its threads have run so far (their schedstat's run time), read in the same
+    # scan; empty as waited_usec is, and in samples from before it was kept.
+    used_usec: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -620,6 +620,21 @@ def test_the_app_cost_is_cpu_seconds_per_1000_requests_and_max_rss() -> None:
     assert verdict.status is Status.VALID  # figures, not a rule
 
 
+def test_the_app_cost_leaves_out_the_lab_s_exporters_on_the_app_host() -> None:
+    """The app host's CPU at the window's bounds holds the lab's own exporters too (node_exporter and
+    process-exporter in its container: 0.02 of its core at a 2 s scrape, 0.01 at 5 s, against Quarkus' 0.16 at
+    2,000 req/s): the app's cost counts the host's CPU less theirs, and says how much that was."""
+    cpu = TierCpu(busy_cores=0.5, allotted_cores=1, window_s=30.0, instrument_cores=0.02)  # 15 CPU-s, 0.6 of them
+    cost = audit.app_cost(STEADY, Observations(app_cpu=cpu))
+    assert cost.cpu_s_per_1000_requests == pytest.approx(14.4 * 1000 / 39904)
+    assert cost.sentence.startswith("0.361 CPU-s per 1,000 requests (14.40 CPU-s, 0.50 cores over 30.0 s less the "
+                                    "lab's exporters' 0.020 on its host, for 39904 requests); ")
+    # The busy cores the judge reads against the app's allotted ones stay the host's (its exporters compete for them).
+    assert cpu.busy_fraction == 0.5 and cpu.cpu_s == 15.0
+    with pytest.raises(ValueError, match="exporters"):
+        TierCpu(busy_cores=0.5, allotted_cores=1, window_s=30.0, instrument_cores=0.6)
+
+
 def test_the_app_cost_says_what_it_lacks() -> None:
     nothing = audit.app_cost(STEADY, Observations())
     assert (nothing.cpu_s_per_1000_requests, nothing.max_rss_bytes) == (None, None)

@@ -108,7 +108,7 @@ def test_the_sampler_prints_both_bounds_as_perflab_reads_them() -> None:
                           capture_output=True, text=True, check=True)
     samples = json.loads(done.stdout)
     assert set(samples) == {"start", "end"}
-    assert set(samples["start"]) == {"host", "machine", "cpus", "usage_usec", "at", "waited_usec"}
+    assert set(samples["start"]) == {"host", "machine", "cpus", "usage_usec", "at", "used_usec", "waited_usec"}
     assert samples["end"]["at"] >= now + 0.2 and samples["end"]["usage_usec"] >= samples["start"]["usage_usec"]
 
 
@@ -144,9 +144,10 @@ def test_the_groups_are_process_exporters_own_config_found_from_its_running_comm
     assert cpu_window.process_groups(str(procfs)) == []
 
 
-def test_a_groups_waits_are_its_threads_run_delay_on_the_real_kernel() -> None:
+def test_a_groups_run_time_and_waits_are_its_threads_schedstat_on_the_real_kernel() -> None:
     """Two busy processes pinned to one CPU: each waits for it about as long as the other runs. Their group's
-    waits grow by about the seconds they shared it (each waits half of them); every other process is in the second
+    waits grow by about the seconds they shared it (each waits half of them), and its run time by about those
+    seconds too (the one CPU they share, less what other tasks took of it); every other process is in the second
     group, apart."""
     marker = f"perflab-waits-{os.getpid()}"
     groups = [{"name": "busy", "cmdline": [marker]}, {"name": "rest", "cmdline": ["."]}]
@@ -161,18 +162,21 @@ def test_a_groups_waits_are_its_threads_run_delay_on_the_real_kernel() -> None:
             assert time.monotonic() < deadline, "the busy loops did not start within 30 s"
             time.sleep(0.05)
         time.sleep(0.2)
-        before, started = cpu_window.waited_usec(groups), time.monotonic()
+        before, started = cpu_window.group_usec(groups), time.monotonic()
         time.sleep(1.0)
-        after, seconds = cpu_window.waited_usec(groups), time.monotonic() - started
+        after, seconds = cpu_window.group_usec(groups), time.monotonic() - started
     finally:
         for process in busy:
             process.kill()
             process.wait(timeout=10)
-    waited_s = (after["busy"] - before["busy"]) / 1e6
+    waited_s = (after["waited_usec"]["busy"] - before["waited_usec"]["busy"]) / 1e6
     # Each of the two waits at least while the other runs: together about SECONDS (more where other tasks share
     # the CPU, never less than a third of it).
     assert seconds / 3 < waited_s < 2 * seconds + 0.5, (waited_s, seconds)
-    assert "busy" in after and "rest" in after
+    # Together they ran on their one CPU for at most SECONDS (its ticks' rounding aside), at least a third of it.
+    ran_s = (after["used_usec"]["busy"] - before["used_usec"]["busy"]) / 1e6
+    assert seconds / 3 < ran_s < seconds + 0.1, (ran_s, seconds)
+    assert {"busy", "rest"} <= set(after["waited_usec"]) and {"busy", "rest"} <= set(after["used_usec"])
 
 
 # Seconds from a host program's launch to the instant it is given: longer than a Python start on a loaded machine.

@@ -308,6 +308,23 @@ def test_the_apps_cpu_is_against_what_its_profile_lets_it_use() -> None:
     assert bound.allotted_cores == 0.25 and bound.busy_fraction == pytest.approx(0.8)
 
 
+def test_the_lab_s_exporters_cores_are_their_group_s_run_time_between_the_samples() -> None:
+    """cpu_window.py reads each process-exporter group's run time with the host's CPU: the exporters' share of the
+    host's busy cores (perflab.tiers.INSTRUMENT_GROUP), which the app's cost leaves out; not read where a sample
+    lacks it (from before it was kept) or it went down (an exporter restarted in the window)."""
+    inputs = bench_inputs("wrk2", 500, ["wrk2-measure.txt"], [])
+    inputs["cpu_end"]["app"]["usage_usec"] = 5_000_000  # 5 s over 25 s: 0.2 cores
+    inputs["cpu_start"]["app"]["used_usec"] = {"exporters": 1_000_000, "app-java": 7}
+    inputs["cpu_end"]["app"]["used_usec"] = {"exporters": 1_500_000, "app-java": 4_000_000}
+    app = collect.app_cpu(load_inputs(inputs))
+    assert app.busy_cores == 0.2 and app.instrument_cores == pytest.approx(0.02)
+    assert app.cpu_s_without_exporters == pytest.approx(4.5) and app.cpu_s == pytest.approx(5.0)
+    inputs["cpu_end"]["app"]["used_usec"] = {"exporters": 10}  # restarted in the window
+    assert collect.app_cpu(load_inputs(inputs)).instrument_cores is None
+    del inputs["cpu_start"]["app"]["used_usec"]  # a sample from before it was kept
+    assert collect.app_cpu(load_inputs(inputs)).cpu_s_without_exporters == pytest.approx(5.0)
+
+
 def test_each_tiers_service_threads_waits_for_a_cpu_are_read_per_second_of_the_samples() -> None:
     """The run delay of each tier's own service's process-exporter group (the db tier's either engine's) between
     its samples, per second; a group whose waits went down (its service restarted in the window) is not read, and

@@ -5,7 +5,8 @@
 Sleeps until START_AT (unix seconds, the instant every loadgen host starts the measured phase),
 reads the CPU time the host has used so far, sleeps until END_AT (the start plus the phase's
 duration) and reads it again, then prints both as JSON: {"start": sample, "end": sample}, each
-sample {"host", "machine", "cpus", "usage_usec", "waited_usec", "at"} as perflab.rundir.CpuSample reads it.
+sample {"host", "machine", "cpus", "usage_usec", "used_usec", "waited_usec", "at"} as perflab.rundir.CpuSample
+reads it.
 With --out it returns at once and a detached child writes FILE (whole, by a rename) once the
 window has ended: the bench launches it with one plain command per host and reads FILE after the
 phase, instead of keeping an Ansible async job per host (several round trips each).
@@ -17,9 +18,11 @@ reads at once, and perflab collect divides by the seconds it really covered.
 A container's CPU time is its cgroup's (v1 or v2); a machine's is /proc/stat without idle and
 iowait. `waited_usec` is how long the threads of each of process-exporter's groups on the host
 (the config its running process names: the groups the tiers' CPU figures come from) have waited
-for a CPU so far, summed over their tasks' run delay (/proc/<pid>/task/<tid>/schedstat); a task
-that ended in the window takes its waits with it. {} where process-exporter does not run, or the
-kernel keeps no schedstat. Runs on the lab's hosts under their python3 (3.9 or later): standard
+for a CPU so far, summed over their tasks' run delay (/proc/<pid>/task/<tid>/schedstat), and
+`used_usec` how long they have run (its first field), read in the same scan: the lab's own
+exporters' part of the host's CPU, which the app's cost leaves out. A task that ended in the
+window takes its times with it. {} where process-exporter does not run, or the kernel keeps no
+schedstat. Runs on the lab's hosts under their python3 (3.9 or later): standard
 library only.
 """
 
@@ -108,9 +111,10 @@ def group_of(comm: str, argv: list[str], groups: list[dict[str, Any]]) -> str | 
     return None
 
 
-def waited_usec(groups: list[dict[str, Any]], procfs: str = "/proc") -> dict[str, int]:
-    """Each group's threads' time waiting for a CPU so far (the second field of each task's schedstat, ns), in
-    microseconds; a process that ends while it is read is left out."""
+def group_usec(groups: list[dict[str, Any]], procfs: str = "/proc") -> dict[str, dict[str, int]]:
+    """Each group's threads' time on a CPU ("used_usec") and waiting for one ("waited_usec") so far (the first and
+    second fields of each task's schedstat, ns), in microseconds; a process that ends while it is read is left out."""
+    used: dict[str, int] = {}
     waited: dict[str, int] = {}
     for proc in Path(procfs).iterdir():
         if not proc.name.isdigit():
@@ -119,11 +123,17 @@ def waited_usec(groups: list[dict[str, Any]], procfs: str = "/proc") -> dict[str
             group = group_of((proc / "comm").read_text().rstrip("\n"), argv_of(proc), groups)
             if group is None:
                 continue
-            ns = sum(int((task / "schedstat").read_text().split()[1]) for task in (proc / "task").iterdir())
+            stats = [(task / "schedstat").read_text().split() for task in (proc / "task").iterdir()]
+            ran, ns = sum(int(stat[0]) for stat in stats), sum(int(stat[1]) for stat in stats)
         except (OSError, IndexError, ValueError):
             continue
+        used[group] = used.get(group, 0) + ran // 1000
         waited[group] = waited.get(group, 0) + ns // 1000
-    return waited
+    return {"used_usec": used, "waited_usec": waited}
+
+
+def no_groups() -> dict[str, dict[str, int]]:
+    return {"used_usec": {}, "waited_usec": {}}
 
 
 def in_container() -> bool:
@@ -131,23 +141,23 @@ def in_container() -> bool:
 
 
 def sample(host: str, usage: Callable[[], int], clock: Callable[[], float] = time.time,
-           waited: Callable[[], dict[str, int]] = dict) -> dict[str, Any]:
-    """USAGE read first, and `at` is when: the threads' waits, read after them, take a scan of /proc."""
+           groups: Callable[[], dict[str, dict[str, int]]] = no_groups) -> dict[str, Any]:
+    """USAGE read first, and `at` is when: the groups' times, read after them, take a scan of /proc."""
     read = {"host": host, "machine": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
             "cpus": sorted(os.sched_getaffinity(0)), "usage_usec": usage(), "at": clock()}
-    return {**read, "waited_usec": waited()}
+    return {**read, **groups()}
 
 
 def at_bounds(host: str, start_at: float, end_at: float, usage: Callable[[], int],
               clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-              waited: Callable[[], dict[str, int]] = dict) -> dict[str, dict[str, Any]]:
+              groups: Callable[[], dict[str, dict[str, int]]] = no_groups) -> dict[str, dict[str, Any]]:
     """The two samples, each read as soon as its bound has come (at once when it has passed)."""
     if not end_at > start_at:
         raise SystemExit(f"cpu_window: the window ends ({end_at}) after it starts ({start_at})")
     samples = {}
     for name, bound in (("start", start_at), ("end", end_at)):
         sleep(max(0.0, bound - clock()))
-        samples[name] = sample(host, usage, clock, waited)
+        samples[name] = sample(host, usage, clock, groups)
     return samples
 
 
@@ -186,22 +196,22 @@ def main(argv: list[str]) -> int:
     usage = container_usage_usec if in_container() else machine_usage_usec
     try:  # read before the window opens
         groups = process_groups()
-    except (OSError, ValueError, KeyError, TypeError):  # a config from before it was JSON: no waits read
+    except (OSError, ValueError, KeyError, TypeError):  # a config from before it was JSON: no groups' times read
         groups = []
 
-    def waited() -> dict[str, int]:  # never at the cost of the CPU samples
+    def times() -> dict[str, dict[str, int]]:  # never at the cost of the CPU samples
         try:
-            return waited_usec(groups)
-        except Exception:  # e.g. a regular expression Go reads and Python does not: no waits, the CPU kept
-            return {}
+            return group_usec(groups)
+        except Exception:  # e.g. a regular expression Go reads and Python does not: no groups' times, the CPU kept
+            return no_groups()
 
     if out is None:
-        print(json.dumps(at_bounds(host, start_at, end_at, usage, waited=waited)))
+        print(json.dumps(at_bounds(host, start_at, end_at, usage, groups=times)))
         return 0
     out.unlink(missing_ok=True)  # a reader never finds an earlier window's samples
     if detach():
         try:
-            write_whole(out, json.dumps(at_bounds(host, start_at, end_at, usage, waited=waited)))
+            write_whole(out, json.dumps(at_bounds(host, start_at, end_at, usage, groups=times)))
         except BaseException as exc:  # the reader is told why there are no samples
             write_whole(out, json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         finally:
