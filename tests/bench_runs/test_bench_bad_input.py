@@ -39,8 +39,8 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "RATE=fast"], "RATE must be a whole number of requests per second > 0, got 'fast'"),
     (["APP=quarkus", "SCENARIO=greeting", "DURATION=0s"], "DURATION must be a number > 0"),
     (["APP=quarkus", "SCENARIO=greeting", "DURATION=1s"],
-     "bench: DURATION=1s is shorter than two scrape intervals (10 s): Prometheus would see at most one sample of the "
-     "measured phase, too few to judge any tier. Use DURATION=10s or more."),
+     "bench: DURATION=1s is shorter than two scrape intervals (4 s): Prometheus would see at most one sample of the "
+     "measured phase, too few to judge any tier. Use DURATION=4s or more."),
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", "DURATION=10s", "WARMUP=0s",
       "ANSIBLE_ARGS=-e loadgen_wrk2_min_invocation_s=30"],
      "wrk2 falls short of its rate in invocations under 30 s, and the measured one runs DURATION (10s) plus its 11 s"),
@@ -58,14 +58,14 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=io-vs-worker"], "app: profile 'io-vs-worker' asks for 4 CPUs"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"],
      "app: profile 'report3' is now 'io-vs-worker', named after what the field report showed: use PROFILE=io-vs-worker."),
-    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=3"],
-     "bench_quiet_s must be whole seconds longer than the scrape interval (5 s), at least 6: got '3'"),
+    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=2"],
+     "bench_quiet_s must be whole seconds longer than the scrape interval (2 s), at least 3: got '2'"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e prometheus_scrape_interval=15s"],
      "bench: perflab-monitoring sets prometheus_scrape_interval to '15s', but the run's windows follow lab_scrape_interval_s "
-     "(5 s). Set lab_scrape_interval_s instead."),
-    # Prometheus runs at the inventory's 5 s: a bench that would read the run at another interval is refused.
+     "(2 s). Set lab_scrape_interval_s instead."),
+    # Prometheus runs at the inventory's 2 s: a bench that would read the run at another interval is refused.
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=15"],
-     "bench: Prometheus at http://127.0.0.1:9090 scrapes every 5 s, but the bench would read the run as scraped every 15 s "
+     "bench: Prometheus at http://127.0.0.1:9090 scrapes every 2 s, but the bench would read the run as scraped every 15 s "
      "(lab_scrape_interval_s). Set lab_scrape_interval_s in one place, "),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=5.5"],
      "bench: lab_scrape_interval_s must be whole seconds > 0, got '5.5'."),

@@ -193,7 +193,7 @@ def test_the_run_in_progress_and_the_achieved_rate(request: pytest.FixtureReques
     assert shown, f"{run_dir.name} never appeared; the last screen:\n{recorder.screens[-1]}"
     assert {(m["app"], m["scenario"], m["tool"], m["target"]) for m in shown} == {("quarkus", "zipcodes", "wrk2", "200")}
     assert "measure" in {m["phase"] for m in shown}
-    # The app is scraped every 5 s; once its scrapes under load fill the 30 s window the rate is the target's.
+    # The app is scraped every 2 s; once its scrapes under load fill the 30 s window the rate is the target's.
     achieved = [float(m["achieved"]) for m in shown if m["phase"] == "measure"]
     assert any(160 <= rate <= 240 for rate in achieved), achieved
     # wrk2 exports no metrics: the screen says whose count the rate is.
