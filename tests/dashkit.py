@@ -11,14 +11,14 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from labkit import ROOT, read_json
+from labkit import ROOT, read_json, scrape_interval_s
 from perflab.prometheus import Prometheus
 
 # The lab's Prometheus: PERFLAB_PROMETHEUS_URL, by default the local lab's published port.
 PROMETHEUS = os.environ.get("PERFLAB_PROMETHEUS_URL", "http://127.0.0.1:9090")
 DASHBOARD_FILES = sorted((ROOT / "dashboards").glob("*.json"))
-SCRAPE_INTERVAL_S = 5
-# What Grafana gives $__rate_interval with a 5 s scrape interval and a 5 s step: 4 scrapes.
+SCRAPE_INTERVAL_S = scrape_interval_s()
+# What Grafana gives $__rate_interval with the scrape interval as the step: 4 scrapes.
 RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL_S}s"
 VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 

@@ -16,12 +16,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 # PERFLAB_TEST_LAB=ssh: the session's lab is five fresh machines reached over SSH (tests/sshlab.py),
 # their inventory written at INVENTORY (default build/ssh-test-lab); `make test-lab` runs some of the
 # lab's tests there, beside the others on the local lab.
 SSH_LAB = os.environ.get("PERFLAB_TEST_LAB") == "ssh"
 INVENTORY = os.environ.get("PERFLAB_TEST_INVENTORY") or ("build/ssh-test-lab" if SSH_LAB else "inventory/local")
+
+
+def scrape_interval_s(inventory: str = INVENTORY) -> int:
+    """lab_scrape_interval_s as INVENTORY sets it, in its one place (group_vars/all/lab.yml); 5, the roles' default,
+    where it does not."""
+    settings = yaml.safe_load((ROOT / inventory / "group_vars" / "all" / "lab.yml").read_text()) or {}
+    return int(settings.get("lab_scrape_interval_s", 5))
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
 # PERFLAB_TEST_REUSE_LAB=1: take the lab as it is (a warm lab-up), leave it up afterwards.
 REUSE_LAB = os.environ.get("PERFLAB_TEST_REUSE_LAB") == "1"

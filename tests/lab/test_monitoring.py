@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import requests
 
+from labkit import scrape_interval_s
+
 PROMETHEUS = os.environ.get("PERFLAB_PROMETHEUS_URL", "http://127.0.0.1:9090")
 GRAFANA = os.environ.get("PERFLAB_GRAFANA_URL", "http://127.0.0.1:3000")
 GRAFANA_REPO_PROBE = "https://apt.grafana.com/dists/stable/Release"
@@ -122,7 +124,7 @@ def test_scrape_interval_retention_and_remote_write_flags(lab: str) -> None:
     assert flags["web.enable-remote-write-receiver"] == "false"
     assert flags["storage.tsdb.retention.time"] == "15d"
     config = requests.get(f"{PROMETHEUS}/api/v1/status/config", timeout=5).json()["data"]["yaml"]
-    assert "scrape_interval: 5s" in config
+    assert f"scrape_interval: {scrape_interval_s()}s" in config  # the inventory's lab_scrape_interval_s
 
 
 def test_remote_write_receiver_is_closed(lab: str) -> None:
