@@ -145,10 +145,10 @@ def test_the_groups_are_process_exporters_own_config_found_from_its_running_comm
 
 
 def test_a_groups_run_time_and_waits_are_its_threads_schedstat_on_the_real_kernel() -> None:
-    """Two busy processes pinned to one CPU: each waits for it about as long as the other runs. Their group's
-    waits grow by about the seconds they shared it (each waits half of them), and its run time by about those
-    seconds too (the one CPU they share, less what other tasks took of it); every other process is in the second
-    group, apart."""
+    """Two busy processes pinned to one CPU: each waits for it at least while the other runs, and each is always
+    either on it or waiting for it. Their group's waits grow by about the seconds they shared it or more (other
+    tasks on that CPU), its run time and waits together by twice those seconds, its run time by at most those
+    seconds (one CPU); every other process is in the second group, apart."""
     marker = f"perflab-waits-{os.getpid()}"
     groups = [{"name": "busy", "cmdline": [marker]}, {"name": "rest", "cmdline": ["."]}]
     cpu = sorted(os.sched_getaffinity(0))[-1]
@@ -162,20 +162,28 @@ def test_a_groups_run_time_and_waits_are_its_threads_schedstat_on_the_real_kerne
             assert time.monotonic() < deadline, "the busy loops did not start within 30 s"
             time.sleep(0.05)
         time.sleep(0.2)
-        before, started = cpu_window.group_usec(groups), time.monotonic()
-        time.sleep(1.0)
-        after, seconds = cpu_window.group_usec(groups), time.monotonic() - started
+        # Each task is read somewhere in each scan: its seconds between the two reads lie between the end of the
+        # first scan and the start of the second (shortest), and the start of the first and the end of the second.
+        t0 = time.monotonic()
+        before = cpu_window.group_usec(groups)
+        t1 = time.monotonic()
+        time.sleep(2.0)
+        t2 = time.monotonic()
+        after = cpu_window.group_usec(groups)
+        t3 = time.monotonic()
     finally:
         for process in busy:
             process.kill()
             process.wait(timeout=10)
+    shortest, longest = t2 - t1, t3 - t0
     waited_s = (after["waited_usec"]["busy"] - before["waited_usec"]["busy"]) / 1e6
-    # Each of the two waits at least while the other runs: together about SECONDS (more where other tasks share
-    # the CPU, never less than a third of it).
-    assert seconds / 3 < waited_s < 2 * seconds + 0.5, (waited_s, seconds)
-    # Together they ran on their one CPU for at most SECONDS (its ticks' rounding aside), at least a third of it.
     ran_s = (after["used_usec"]["busy"] - before["used_usec"]["busy"]) / 1e6
-    assert seconds / 3 < ran_s < seconds + 0.1, (ran_s, seconds)
+    # The kernel adds a wait to a task's run delay when the wait ends, and its run time at a tick or a switch: a
+    # read can miss the current one of each. 0.5 s over 4 task-seconds allows for that on a loaded machine, where
+    # (beside a CI simulation's labs) the two loops got 0.26 s of their CPU in 1.19 s: run time has no floor there.
+    assert shortest / 3 < waited_s < 2 * longest + 0.5, (waited_s, shortest, longest)
+    assert 0 < ran_s < longest + 0.25, (ran_s, longest)
+    assert 2 * shortest - 0.5 < ran_s + waited_s < 2 * longest + 0.5, (ran_s, waited_s, shortest, longest)
     assert {"busy", "rest"} <= set(after["waited_usec"]) and {"busy", "rest"} <= set(after["used_usec"])
 
 
