@@ -82,7 +82,7 @@ def cpu_busy_cores(window: str, by: str = "tier") -> str:
 # The db tier's is either engine's (a regular expression of groups).
 SERVICE_GROUPS = {"loadgen": "loadgen", "app": "app-java", "db": "mysqld|postgres"}
 # The lab's own exporters on every host (node_exporter, process-exporter, the DB's exporter): its instruments, whose
-# CPU the app's cost leaves out (TierCpu.instrument_cores; at a 2 s scrape, 0.02 of the app host's core here).
+# CPU the app's cost leaves out (TierCpu.instrument_cores; docs/ARCHITECTURE.md gives what they use).
 INSTRUMENT_GROUP = "exporters"
 
 

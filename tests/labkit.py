@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from perflab.observe import DEFAULT_SCRAPE_INTERVAL_S
+
 ROOT = Path(__file__).resolve().parents[1]
 # PERFLAB_TEST_LAB=ssh: the session's lab is five fresh machines reached over SSH (tests/sshlab.py),
 # their inventory written at INVENTORY (default build/ssh-test-lab); `make test-lab` runs some of the
@@ -27,10 +29,10 @@ INVENTORY = os.environ.get("PERFLAB_TEST_INVENTORY") or ("build/ssh-test-lab" if
 
 
 def scrape_interval_s(inventory: str = INVENTORY) -> int:
-    """lab_scrape_interval_s as INVENTORY sets it, in its one place (group_vars/all/lab.yml); 5, the roles' default,
-    where it does not."""
+    """lab_scrape_interval_s as INVENTORY sets it, in its one place (group_vars/all/lab.yml); perflab's default where
+    it does not."""
     settings = yaml.safe_load((ROOT / inventory / "group_vars" / "all" / "lab.yml").read_text()) or {}
-    return int(settings.get("lab_scrape_interval_s", 5))
+    return int(settings.get("lab_scrape_interval_s", DEFAULT_SCRAPE_INTERVAL_S))
 RESULTS = Path(os.environ.get("PERFLAB_RESULTS_DIR") or ROOT / "results")
 # PERFLAB_TEST_REUSE_LAB=1: take the lab as it is (a warm lab-up), leave it up afterwards.
 REUSE_LAB = os.environ.get("PERFLAB_TEST_REUSE_LAB") == "1"

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from bench_helpers import INVENTORY, ROOT, changed_counts, on_host, run_dirs, run_make, tail
+from labkit import scrape_interval_s
 
 # A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
 # an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
@@ -24,6 +25,8 @@ NOT_BUILT = "-e loadgen_wrk2_version=" + "0" * 40 + " -e loadgen_wrk2_git_repo=h
 MIRROR = os.environ.get("PERFLAB_WRK2_ARCHIVE") or str(
     ROOT.parent / "shared/mirrors/wrk2-44a94c17d8e6a0bac8559b53da76848e430cb7a7.tar.gz")
 
+# The inventory's lab_scrape_interval_s (inventory/local: 2 s), which the messages below name.
+SCRAPE_S = scrape_interval_s(INVENTORY)
 BAD_INPUT = [
     (["APP=struts", "SCENARIO=greeting"],
      "perflab app: unknown app 'struts': the known apps are petclinic, quarkus, spring-mvc, spring-webflux, tfb-quarkus, "
@@ -39,8 +42,8 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "RATE=fast"], "RATE must be a whole number of requests per second > 0, got 'fast'"),
     (["APP=quarkus", "SCENARIO=greeting", "DURATION=0s"], "DURATION must be a number > 0"),
     (["APP=quarkus", "SCENARIO=greeting", "DURATION=1s"],
-     "bench: DURATION=1s is shorter than two scrape intervals (4 s): Prometheus would see at most one sample of the "
-     "measured phase, too few to judge any tier. Use DURATION=4s or more."),
+     f"bench: DURATION=1s is shorter than two scrape intervals ({2 * SCRAPE_S} s): Prometheus would see at most one "
+     f"sample of the measured phase, too few to judge any tier. Use DURATION={2 * SCRAPE_S}s or more."),
     (["APP=quarkus", "SCENARIO=greeting", "TOOL=wrk2", "DURATION=10s", "WARMUP=0s",
       "ANSIBLE_ARGS=-e loadgen_wrk2_min_invocation_s=30"],
      "wrk2 falls short of its rate in invocations under 30 s, and the measured one runs DURATION (10s) plus its 11 s"),
@@ -58,14 +61,15 @@ BAD_INPUT = [
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=io-vs-worker"], "app: profile 'io-vs-worker' asks for 4 CPUs"),
     (["APP=quarkus", "SCENARIO=greeting", "PROFILE=report3"],
      "app: profile 'report3' is now 'io-vs-worker', named after what the field report showed: use PROFILE=io-vs-worker."),
-    (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e bench_quiet_s=2"],
-     "bench_quiet_s must be whole seconds longer than the scrape interval (2 s), at least 3: got '2'"),
+    (["APP=quarkus", "SCENARIO=greeting", f"ANSIBLE_ARGS=-e bench_quiet_s={SCRAPE_S}"],
+     f"bench_quiet_s must be whole seconds longer than the scrape interval ({SCRAPE_S} s), at least {SCRAPE_S + 1}: "
+     f"got '{SCRAPE_S}'"),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e prometheus_scrape_interval=15s"],
      "bench: perflab-monitoring sets prometheus_scrape_interval to '15s', but the run's windows follow lab_scrape_interval_s "
-     "(2 s). Set lab_scrape_interval_s instead."),
-    # Prometheus runs at the inventory's 2 s: a bench that would read the run at another interval is refused.
+     f"({SCRAPE_S} s). Set lab_scrape_interval_s instead."),
+    # Prometheus runs at the inventory's interval: a bench that would read the run at another one is refused.
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=15"],
-     "bench: Prometheus at http://127.0.0.1:9090 scrapes every 2 s, but the bench would read the run as scraped every 15 s "
+     f"bench: Prometheus at http://127.0.0.1:9090 scrapes every {SCRAPE_S} s, but the bench would read the run as scraped every 15 s "
      "(lab_scrape_interval_s). Set lab_scrape_interval_s in one place, "),
     (["APP=quarkus", "SCENARIO=greeting", "ANSIBLE_ARGS=-e lab_scrape_interval_s=5.5"],
      "bench: lab_scrape_interval_s must be whole seconds > 0, got '5.5'."),

@@ -23,7 +23,7 @@ TIER_OF_HOST = {
 }
 DB_HOST = "perflab-db"
 MONITORING_HOST = "perflab-monitoring"
-# First scrapes come one scrape interval (2 s here) after Prometheus starts; exporters restarted by
+# First scrapes come one scrape interval (the inventory's) after Prometheus starts; exporters restarted by
 # the last converge may need a few more. Past this, a target that is not up is a failure.
 FIRST_SCRAPES_TIMEOUT_S = 120
 
