@@ -1,11 +1,17 @@
-"""Load the lab's connection plugin once, in the controller, before Ansible forks its workers, and
-make its one transient failure cost a retry instead of a run.
+"""Load the lab's connection plugin and the Jinja filters and tests once, in the controller, before
+Ansible forks its workers, and make the connection's one transient failure cost a retry instead of a run.
 
 Ansible forks a worker process per host and task, and the worker loads the connection plugin
 itself. community.docker.docker_api (the local default's connection) imports requests, urllib3
 and its Docker API client on every load: in a warm `make lab-up` that was over half of the
 controller's CPU (py-spy, 5,400 samples). Loaded here once, every forked worker inherits it from
 the parent process and finds it in sys.modules.
+
+The filter and test plugins are the same case: a worker that templates a filter or a test loads every
+one of them from the configured paths (ansible.builtin's and plugins/filter's perflab_wrk2, which
+imports perflab.wrk2 and its model). In a warm `make bench` that was a third of the workers' CPU,
+4.5 of their 12.6 CPU-s (py-spy, 2026-12-07), 3.3 of them perflab.wrk2's import. Loaded here once,
+the workers inherit the loaders' caches.
 
 The Docker daemon sometimes loses the output of a short-lived exec: the command ran, its stdout
 never reached the client (moby/moby#27289, docker/docker-py#2042; community.docker#644 is the
@@ -30,7 +36,7 @@ from typing import Any, Callable
 
 from ansible.errors import AnsibleError
 from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import connection_loader
+from ansible.plugins.loader import connection_loader, filter_loader, test_loader
 from ansible.utils.display import Display
 
 DOCUMENTATION = """
@@ -40,6 +46,7 @@ short_description: load the lab's connection plugin once, before the workers for
 description:
   - Loads community.docker.docker_api in the controller process at the start of a playbook, so
     that the worker processes forked for every task inherit it instead of importing it again.
+  - Loads the Jinja filter and test plugins there too (every worker that templates one loaded them all).
   - Runs the exec that makes Ansible's remote temporary directory, and the read of the user's ids
     before a file copy, again where the Docker daemon lost its output (the command ran, its stdout
     never arrived).
@@ -127,3 +134,7 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
                 continue
             if connection is not None:
                 guard(connection)
+        for loader in (filter_loader, test_loader):
+            # Every filter (test) of the configured paths, wrapped once: the loader keeps them, the workers inherit them.
+            for _plugin in loader.all():
+                pass
