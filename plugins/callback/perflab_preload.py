@@ -10,7 +10,7 @@ the parent process and finds it in sys.modules.
 The filter and test plugins are the same case: a worker that templates a filter or a test loads every
 one of them from the configured paths (ansible.builtin's and plugins/filter's perflab_wrk2, which
 imports perflab.wrk2 and its model). In a warm `make bench` that was a third of the workers' CPU,
-4.5 of their 12.6 CPU-s (py-spy, 2026-12-07), 3.3 of them perflab.wrk2's import. Loaded here once,
+4.0 of their 12.6 CPU-s (py-spy, 2026-12-07), 3.3 of them perflab.wrk2's import. Loaded here once,
 the workers inherit the loaders' caches.
 
 The Docker daemon sometimes loses the output of a short-lived exec: the command ran, its stdout
