@@ -186,10 +186,31 @@ def lab_lock() -> dict[str, Any] | None:
     return json.loads(found.group(1)) if found else None
 
 
+def sleep_until(at: float) -> float:
+    """Sleep here until unix second AT; returns the moment it woke."""
+    time.sleep(max(0.0, at - time.time()))
+    return time.time()
+
+
+def on_host_at(pattern: str, command: str, at: float) -> float:
+    """Run COMMAND on the first host matching PATTERN at unix second AT by that host's clock; the moment
+    it started there. The host waits for the instant, not this controller: the Ansible that reaches it
+    takes seconds (1.0-1.1 s on an idle controller, 2.4-2.7 s beside six busy loops, 2026-12-07), more
+    on a CI machine beside the local lab's share, and that time is not added to AT: a fault meant for a
+    window's middle does not land at its end."""
+    out = on_host(pattern, f"python3 -c 'import time; time.sleep(max(0.0, {at!r} - time.time()))'; "
+                           f"echo \"perflab-test: acting at $(date +%s.%N)\"; {command}")
+    acted = re.search(r"perflab-test: acting at ([0-9.]+)", out)
+    assert acted, out
+    return float(acted.group(1))
+
+
 @contextmanager
-def in_measured_phase(action: Callable[[], None], after_s: float) -> Iterator[list[float]]:
-    """Run ACTION AFTER_S seconds after the next measured phase's generator started, from a thread,
-    while the body runs the bench; yields the list that gets the moment it ran (empty if it never did)."""
+def in_measured_phase(action: Callable[[float], float], after_s: float) -> Iterator[list[float]]:
+    """While the body runs the bench, call ACTION from a thread with the instant AFTER_S seconds after the
+    next measured phase's generator started, as soon as that phase is seen: ACTION waits for the instant
+    itself (on_host_at on the host it acts on, sleep_until here) and returns the moment it acted. Yields
+    the list that gets that moment (empty if it never acted)."""
     ran: list[float] = []
     done = threading.Event()
 
@@ -197,9 +218,7 @@ def in_measured_phase(action: Callable[[], None], after_s: float) -> Iterator[li
         while not done.is_set():
             held = loadgen_lock()
             if held.get("phase") == "measure" and held["alive"]:
-                time.sleep(max(0.0, float(held["since"]) + after_s - time.time()))
-                action()
-                ran.append(time.time())
+                ran.append(action(float(held["since"]) + after_s))
                 return
             done.wait(1)
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from labkit import (INVALID_LINE, in_measured_phase, invalid_said, judged, lab_lock, loadgen_lock, make, netem_works, new_run_dir,
-                    on_host, read_json, run_dirs, tail)
+                    on_host, on_host_at, read_json, run_dirs, scrape_interval_s, sleep_until, tail)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -22,16 +23,24 @@ def lab_is_up(lab: str) -> None:
 
 def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tuple[Path, str, int]:
     """A run during whose measured phase FAULT runs on HOST 16 s after its generator started (past
-    wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened."""
+    wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened. The
+    fault is asserted to have run in the window, two scrapes before its end at least: what the run
+    judges of it is then the run's, not the moment's (a CI run's fault, timed by this controller beside
+    the local lab's share, ran so late that no scrape of the window saw the DB down)."""
     before = run_dirs()
     try:
-        with in_measured_phase(lambda: on_host(host, fault), after_s=16) as injected:
+        with in_measured_phase(lambda at: on_host_at(host, fault, at), after_s=16) as injected:
             done = make("bench", *variables, "RATE=100", "DURATION=20s", "WARMUP=5s")
     finally:
         on_host(host, repair)
     assert injected, f"the fault never ran: no measured phase seen\n{tail(done.stdout)}"
     assert judged(done), tail(done.stdout)  # VALID or WARN (0), or INVALID (make's 2 and its line)
-    return new_run_dir(before), done.stdout, done.returncode
+    run = new_run_dir(before)
+    inputs = read_json(run / "bench-inputs.json")
+    start, end = (datetime.fromisoformat(inputs[bound]).timestamp() for bound in ("measure_started_at", "measure_ended_at"))
+    assert start < injected[0] < end - 2 * scrape_interval_s(), (
+        f"the fault ran {injected[0] - start:.1f} s into the {end - start:.0f} s window", tail(done.stdout))
+    return run, done.stdout, done.returncode
 
 
 def _rules(run: Path) -> dict[str, dict[str, str]]:
@@ -108,6 +117,13 @@ def test_prometheus_stopped_mid_run_leaves_rules_not_evaluated_and_claims_no_hea
     assert "no tier was saturated" not in sentence and "cannot be told" in sentence, sentence
 
 
+def _fill(directory: Path, at: float) -> float:
+    """DIRECTORY filled up with zeros from unix second AT; the moment it started."""
+    started = sleep_until(at)
+    subprocess.run(["dd", "if=/dev/zero", f"of={directory}/filler", "bs=64k"], capture_output=True, check=False)
+    return started
+
+
 def test_results_full_or_read_only_are_refused_before_the_run_and_filling_up_mid_run_is_recorded(tmp_path: Path) -> None:
     """RESULTS= on a 1 MiB tmpfs: the run's files would not fit (refused, naming the room and the
     need); the same read-only: refused as not writable. Nothing changed: no run directory, no lock.
@@ -134,8 +150,7 @@ def test_results_full_or_read_only_are_refused_before_the_run_and_filling_up_mid
         # Room for the run (3 MiB), filled 3 s into its measured phase: the failed step is recorded
         # with its reason, in the real results directory, the files removed to make room named.
         subprocess.run(["mount", "-o", "remount,rw,size=3m", str(tiny)], check=True)
-        with in_measured_phase(lambda: subprocess.run(["dd", "if=/dev/zero", f"of={tiny}/filler", "bs=64k"],
-                                                      capture_output=True, check=False), after_s=3) as filled:
+        with in_measured_phase(lambda at: _fill(tiny, at), after_s=3) as filled:
             done = make("bench", "APP=quarkus", "SCENARIO=greeting", "RATE=100", "DURATION=15s", "WARMUP=0s",
                             f"RESULTS={tiny}", timeout=600)
         assert filled and done.returncode != 0, tail(done.stdout)

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from labkit import INVENTORY, ROOT, in_measured_phase, judged, make, new_run_dir, read_json, run_dirs, tail
+from labkit import INVENTORY, ROOT, in_measured_phase, judged, make, new_run_dir, read_json, run_dirs, sleep_until, tail
 from perflab.attribution import THRESHOLDS as ATTRIBUTION
 from perflab.attribution import cpu_limit
 from perflab.audit import THRESHOLDS
@@ -71,14 +71,21 @@ def stop_hog() -> None:
 
 
 @pytest.fixture(scope="module")
-def db_hog(lab: str) -> Iterator[Callable[[], None]]:
-    """Starts, when called, a CPU hog in the db container, stopped once the hogged run is over (each
-    loop also ends by itself after 10 minutes, should the test be killed)."""
+def db_hog(lab: str) -> Iterator[Callable[[float], float]]:
+    """Starts, when called with a unix second, a CPU hog in the db container from then on (returns the
+    moment it started), stopped once the hogged run is over (each loop also ends by itself after 10
+    minutes, should the test be killed)."""
     db = inventory_hosts("db")[0]
     script = (f"rm -f {HOG_PIDS}; for i in $(seq {HOG_PROCESSES}); do "
               f"timeout 600 sh -c 'while :; do :; done' & echo $! >> {HOG_PIDS}; done")
+
+    def hog(at: float) -> float:
+        started = sleep_until(at)
+        subprocess.run(["docker", "exec", db, "sh", "-c", script], check=True, timeout=60)
+        return started
+
     try:
-        yield lambda: subprocess.run(["docker", "exec", db, "sh", "-c", script], check=True, timeout=60)
+        yield hog
     finally:
         stop_hog()
 
@@ -96,7 +103,7 @@ def app_cpus() -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def hogged_run(db_hog: Callable[[], None]) -> Path:
+def hogged_run(db_hog: Callable[[float], float]) -> Path:
     """The run, the hog started a third of the way into its measured phase (the DB reset and the app's
     deploy before it are not what is under test, and under the hog they took two minutes more)."""
     before = run_dirs()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from labkit import (INVENTORY, LAB_LOCK, RESULTS, ROOT, SSH_LAB, after_the_local_lab, in_measured_phase, lab_lock,
-                    new_run_dir, on_host, read_json, run_dirs, tail)
+                    new_run_dir, on_host, read_json, run_dirs, sleep_until, tail)
 from labkit import make as run_make
 
 pytestmark = pytest.mark.skipif(not SSH_LAB, reason="the SSH lab's tests run with PERFLAB_TEST_LAB=ssh (make test-lab)")
@@ -68,9 +68,11 @@ def first_run_unharmed() -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     intruders: dict[str, subprocess.CompletedProcess[str]] = {}
 
-    def in_measure() -> None:
+    def in_measure(at: float) -> float:
+        started = sleep_until(at)
         intruders["measure"] = run_make("bench", "APP=quarkus", "SCENARIO=zipcodes", f"RATE={RATE}", "DURATION=10s", "WARMUP=0s")
         intruders["db-reset"] = run_make("db-reset")
+        return started
 
     with in_measured_phase(in_measure, after_s=3):
         time.sleep(5)
