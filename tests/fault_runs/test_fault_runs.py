@@ -25,8 +25,8 @@ def _run_with_fault(host: str, fault: str, repair: str, *variables: str) -> tupl
     """A run during whose measured phase FAULT runs on HOST 16 s after its generator started (past
     wrk2's calibration, inside the recorded window); REPAIR runs afterwards whatever happened. The
     fault is asserted to have run in the window, two scrapes before its end at least: what the run
-    judges of it is then the run's, not the moment's (a CI run's fault, timed by this controller beside
-    the local lab's share, ran so late that no scrape of the window saw the DB down)."""
+    judges of it is then the run's, not the moment's (in a CI run whose fault this controller timed beside
+    the local lab's share, no scrape of the window saw the DB down: most likely the fault ran that late)."""
     before = run_dirs()
     try:
         with in_measured_phase(lambda at: on_host_at(host, fault, at), after_s=16) as injected:
