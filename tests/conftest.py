@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import sshlab
-from labkit import (BEFORE_THE_FIRST_RUN, INVENTORY, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, judged, local_lab_session, make,
-                    new_run_dir, read_json, run_dirs, tail)
+from labkit import (BEFORE_THE_FIRST_RUN, INVENTORY, NO_LOAD_MARK, REUSE_LAB, ROOT, SHORT_RUN, SSH_LAB, in_a_no_load_test,
+                    judged, local_lab_session, make, new_run_dir, read_json, run_dirs, tail)
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +95,9 @@ def short_run(lab: str) -> Path:
 
 
 # The order of the lab's tests, whatever the command line's: first those that read the lab as
-# lab-up leaves it (the database at its seed, before any run writes to it), then make watch, which
+# lab-up leaves it (the database at its seed, before any run writes to it), then the tests marked
+# no_load (labkit.NO_LOAD_MARK: their runs end before any load, so they fill the local lab's wait for
+# what runs beside it, 6 min in a CI simulation, and their runs do not wait), then make watch, which
 # watches the shared short run as it happens (the first test to ask for it starts it: otherwise
 # watch would run one more of its own), then the rest; on the SSH lab, the lock test's first run
 # after the rest (it waits for the local lab's share to end: labkit.after_the_local_lab);
@@ -111,12 +113,30 @@ LAST = ("tests/lab/test_lab_lifecycle.py", "tests/ssh_lab/test_ssh_lab_down.py")
 def _lab_order(item: pytest.Item) -> int:
     path = item.nodeid.split("::")[0]
     if item.nodeid.startswith(AFTER_THE_REST):
-        return 4
-    return 0 if path in FIRST else 1 if path.startswith(THEN) else 3 if path in BEFORE_THE_WAIT else 5 if path in LAST else 2
+        return 5
+    if path in FIRST:
+        return 0
+    if item.get_closest_marker(NO_LOAD_MARK):
+        return 1
+    return 2 if path.startswith(THEN) else 4 if path in BEFORE_THE_WAIT else 6 if path in LAST else 3
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_lab_order)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{NO_LOAD_MARK}: the test's runs end before any load (refused, or failed "
+                                       "before the warm-up): it runs while the lab's runs wait, and they do not wait")
+
+
+@pytest.fixture(autouse=True)
+def _no_load_runs_do_not_wait(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker(NO_LOAD_MARK):
+        with in_a_no_load_test():
+            yield
+    else:
+        yield
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:

@@ -46,12 +46,28 @@ SHORT_RUN = ("APP=quarkus", "SCENARIO=zipcodes", "RATE=200", "DURATION=30s", "WA
 # lab to end; the lab's other tests run meanwhile).
 RUN_TARGETS = frozenset({"bench", "compare", "sweep", "reproduce"})
 BEFORE_THE_FIRST_RUN: list[Callable[[], None]] = []
+# A test marked no_load makes runs that end before any load: refused, or failed before the warm-up. It runs
+# while the lab's runs wait (conftest.py orders it there), and its runs do not wait: no figure of theirs is read.
+NO_LOAD_MARK = "no_load"
+_in_a_no_load_test = False
+
+
+@contextmanager
+def in_a_no_load_test() -> Iterator[None]:
+    """While a test marked no_load runs (conftest.py): its make runs do not wait for BEFORE_THE_FIRST_RUN."""
+    global _in_a_no_load_test
+    _in_a_no_load_test = True
+    try:
+        yield
+    finally:
+        _in_a_no_load_test = False
 
 
 def make(target: str, *variables: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     """`make TARGET INVENTORY=<the test lab> VAR=...` (an INVENTORY= among VARIABLES wins); stdout and
-    stderr together in .stdout. A run (RUN_TARGETS) first waits for BEFORE_THE_FIRST_RUN, once."""
-    if target in RUN_TARGETS:
+    stderr together in .stdout. A run (RUN_TARGETS) first waits for BEFORE_THE_FIRST_RUN, once, unless the
+    test is marked no_load."""
+    if target in RUN_TARGETS and not _in_a_no_load_test:
         while BEFORE_THE_FIRST_RUN:
             BEFORE_THE_FIRST_RUN.pop(0)()
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PERFLAB_RESULTS_DIR=str(RESULTS))

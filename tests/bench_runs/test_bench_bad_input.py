@@ -17,6 +17,9 @@ import yaml
 from bench_helpers import INVENTORY, ROOT, changed_counts, on_host, run_dirs, run_make, tail
 from labkit import scrape_interval_s
 
+# Every run here is refused before any load: they run while the lab's first run waits (conftest.py).
+pytestmark = pytest.mark.no_load
+
 # A wrk2 commit the loadgen host has not built, so that the refusals below cannot lean on a wrk2
 # an earlier run left there, and an upstream that answers nowhere (a closed port on the host).
 NOT_BUILT = "-e loadgen_wrk2_version=" + "0" * 40 + " -e loadgen_wrk2_git_repo=http://127.0.0.1:9/wrk2.git"

@@ -21,6 +21,7 @@ from bench_helpers import INVENTORY, RESULTS, ROOT, loadgen_lock, new_run_dir, o
 from labkit import lab_lock, netem_works
 
 
+@pytest.mark.no_load
 def test_delay_refused_without_netem() -> None:
     if netem_works():
         pytest.skip("this kernel has netem: tests/fault_runs' test_failed_run_with_db_delay_removes_the_delay covers it")
@@ -63,6 +64,7 @@ def test_an_app_with_an_extra_select_per_request_is_refused_before_any_load(tmp_
     assert not [p.name for p in run_dir.iterdir() if p.name.startswith(("wrk2-", "vegeta-"))]
 
 
+@pytest.mark.no_load
 def test_an_app_whose_jvm_does_not_start_is_its_own_error_and_no_load(tmp_path: Path) -> None:
     """The bench launches the JVM's start and readies the DB and the load generator meanwhile: a JVM that
     exits at once fails the deploy step, its reason this start's own journal lines, not an earlier run's
@@ -122,6 +124,7 @@ def test_a_run_interrupted_in_its_measured_phase_leaves_the_next_run_clean() -> 
     assert 95 <= result["achieved_rate"] <= 105 and not any(result["errors"].values()), result
 
 
+@pytest.mark.no_load
 def test_a_host_gone_is_named_in_one_line_before_a_run_opens(tmp_path: Path) -> None:
     """The loadgen host cannot be reached (here: an inventory whose loadgen points at no container)."""
     inventory = tmp_path / "gone"

@@ -34,6 +34,7 @@ def quarkus_jar() -> Iterator[Path]:
     assert restored.returncode == 0, tail(restored.stdout)
 
 
+@pytest.mark.no_load
 def test_an_artifact_that_does_not_start_is_its_exit_status_and_last_log_lines(tmp_path: Path, quarkus_jar: Path) -> None:
     (tmp_path / "broken.jar").write_text("not a jar\n")
     manifest = tmp_path / "broken.yml"

@@ -7,6 +7,8 @@ sustainable on a machine shared with other work; where the sweep stops at an SLO
 run or at an incomplete run is covered by tests/unit/test_sweep.py."""
 from __future__ import annotations
 
+import pytest
+
 from labkit import RESULTS, make, read_json, run_dirs, tail
 
 SWEEP = ("APP=quarkus", "SCENARIO=greeting", "RATES=100 200", "DURATION=10s", "WARMUP=5s", "SLO_P99_MS=1000")
@@ -43,6 +45,7 @@ def test_a_sweep_runs_each_rate_and_names_the_max_sustainable_throughput(lab: st
     assert f"quarkus (IO thread) ({sweeps[0][:16]}): max sustainable 200 req/s" in page, "the report does not show the sweep"
 
 
+@pytest.mark.no_load
 def test_bad_rates_are_refused_before_any_run(lab: str) -> None:
     before = run_dirs()
     for variables, message in [
