@@ -99,7 +99,7 @@ def short_run(lab: str) -> Path:
 # no_load (labkit.NO_LOAD_MARK: their runs end before any load, so they fill the local lab's wait for
 # what runs beside it, and their runs do not wait; a CI simulation's first run had waited 6 min, and then
 # 0 s, but the suite took only 1 min less, 47.3 min: that wait was the checks' and the SSH lab-up's CPU,
-# which these runs took their share of, 3-4 times slower than alone), then make watch, which
+# which these runs took their share of, 2.5-4 times slower than among the runs), then make watch, which
 # watches the shared short run as it happens (the first test to ask for it starts it: otherwise
 # watch would run one more of its own), then the rest; on the SSH lab, the lock test's first run
 # after the rest (it waits for the local lab's share to end: labkit.after_the_local_lab);
